@@ -1,0 +1,220 @@
+"""Meta-evaluation: how well does a metric separate hallucinated from faithful answers?
+
+Reads labelled JSONL (``label`` 1 = hallucinated, as in shared/data), scores every record, and
+reports precision, recall and F1 of the hallucinated class at a threshold, ROC AUC, balanced
+accuracy and throughput, overall and per task and language.
+
+The threshold is, in order: one given by the caller; one fitted (F1-optimal) on another labelled
+file; the metric's documented default. The F1-optimal threshold on the same file is reported too,
+as ``oracle``, and is optimistic by construction.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from groundtrace.classification import best_f1_threshold, confusion, roc_auc
+from groundtrace.engine import build_metrics
+from groundtrace.io import read_jsonl
+from groundtrace.metrics import Metric
+from groundtrace.record import InvalidInput
+from groundtrace.score import Score
+
+
+@dataclass
+class Labelled:
+    raw: Mapping[str, Any]
+    label: int
+    groups: dict[str, str]
+
+
+def load_labelled(path: str | Path, limit: int | None = None) -> list[Labelled]:
+    items: list[Labelled] = []
+    for row in read_jsonl(path):
+        if isinstance(row, InvalidInput):
+            raise ValueError(f"{path}: {row.message}")
+        label = row.get("label")
+        if label not in (0, 1, True, False):
+            raise ValueError(f"{path}: record {row.get('id')!r} has no 0/1 'label' (got {label!r})")
+        groups = {key: str(row[key]) for key in ("task", "language") if row.get(key)}
+        items.append(Labelled(row, int(label), groups))
+        if limit and len(items) >= limit:
+            break
+    return items
+
+
+def _reset_caches(metric: Metric) -> None:
+    """Throughput is measured cold: nothing a previous run embedded is reused."""
+    embedder = getattr(metric, "embedder", None)
+    if embedder is not None and hasattr(embedder, "clear_cache"):
+        embedder.clear_cache()
+
+
+def score_all(metric: Metric, items: Sequence[Labelled], progress: Callable[[], None] | None = None) -> tuple[list[Score], float]:
+    _reset_caches(metric)
+    metric.score({"answer": "warm up", "contexts": ["warm up"]})  # load models outside the timing
+    started = time.perf_counter()
+    scores = []
+    for item in items:
+        scores.append(metric.score(item.raw))
+        if progress:
+            progress()
+    return scores, time.perf_counter() - started
+
+
+def oriented(scores: Sequence[Score]) -> np.ndarray:
+    """Hallucination-oriented values (higher = more hallucinated); NaN marks a failed score."""
+    return np.array([np.nan if s.hallucination_score is None else s.hallucination_score for s in scores])
+
+
+def fit_threshold(metric: Metric, items: Sequence[Labelled]) -> float:
+    """The F1-optimal threshold of ``metric`` on ``items``, on the metric's own scale."""
+    scores, _ = score_all(metric, items)
+    return _fitted_on(metric, [i.label for i in items], oriented(scores))
+
+
+def _fitted_on(metric: Metric, labels: Sequence[int], h: np.ndarray) -> float:
+    ok = ~np.isnan(h)
+    cut = best_f1_threshold(np.asarray(labels)[ok], h[ok])
+    # predicted hallucinated when h >= cut; on the metric's scale that is value <= 1 - cut for a
+    # higher-is-better metric, i.e. value < the next number above 1 - cut
+    return float(np.nextafter(1.0 - cut, 2.0)) if metric.higher_is_better else cut
+
+
+@dataclass
+class Stats:
+    n: int
+    errors: int
+    auc: float | None
+    precision: float
+    recall: float
+    f1: float
+    balanced_accuracy: float | None
+    positives: int
+
+    @classmethod
+    def of(cls, labels: np.ndarray, h: np.ndarray, predicted: np.ndarray) -> Stats:
+        ok = ~np.isnan(h)
+        c = confusion(labels[ok], predicted[ok])
+        return cls(int(ok.sum()), int((~ok).sum()), roc_auc(labels[ok], h[ok]), c.precision, c.recall, c.f1,
+                   c.balanced_accuracy, c.tp + c.fn)
+
+
+@dataclass
+class BenchResult:
+    metric: str
+    higher_is_better: bool
+    threshold: float
+    threshold_source: str
+    overall: Stats
+    records_per_s: float
+    latency_ms: dict[str, float]
+    oracle: dict[str, float]
+    groups: dict[str, Stats] = field(default_factory=dict)
+    first_errors: list[str] = field(default_factory=list)
+    scores: list[Score] = field(default_factory=list, repr=False)
+    labels: list[int] = field(default_factory=list, repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        o = self.overall
+        return {
+            "n": o.n,
+            "errors": o.errors,
+            "positives": o.positives,
+            "auc": o.auc,
+            "f1": o.f1,
+            "precision": o.precision,
+            "recall": o.recall,
+            "balanced_accuracy": o.balanced_accuracy,
+            "threshold": self.threshold,
+            "threshold_source": self.threshold_source,
+            "higher_is_better": self.higher_is_better,
+            "records_per_s": self.records_per_s,
+            "latency_ms": self.latency_ms,
+            "oracle": self.oracle,
+            "groups": {name: vars(stats) for name, stats in self.groups.items()},
+            "first_errors": self.first_errors,
+        }
+
+
+def bench_metric(
+    metric: Metric,
+    items: Sequence[Labelled],
+    *,
+    threshold: float | None = None,
+    threshold_source: str | None = None,
+    progress: Callable[[], None] | None = None,
+) -> BenchResult:
+    if threshold is None:
+        threshold, threshold_source = metric.threshold, "metric default"
+    scores, seconds = score_all(metric, items, progress)
+    labels = np.array([i.label for i in items])
+    h = oriented(scores)
+    values = [s.value for s in scores]
+    saved, metric.threshold = metric.threshold, threshold
+    try:
+        predicted = np.array([v is not None and metric.verdict(v) for v in values])
+    finally:
+        metric.threshold = saved
+    groups = {}
+    for key in sorted({f"{k}:{v}" for i in items for k, v in i.groups.items()}):
+        name, value = key.split(":", 1)
+        mask = np.array([i.groups.get(name) == value for i in items])
+        groups[key] = Stats.of(labels[mask], h[mask], predicted[mask])
+    ok = ~np.isnan(h)
+    latencies = np.array([s.latency_ms for s in scores if s.latency_ms is not None])
+    oracle_cut = _fitted_on(metric, labels, h) if ok.any() else threshold
+    saved, metric.threshold = metric.threshold, oracle_cut
+    try:
+        oracle_pred = np.array([v is not None and metric.verdict(v) for v in values])
+    finally:
+        metric.threshold = saved
+    return BenchResult(
+        metric=metric.name,
+        higher_is_better=metric.higher_is_better,
+        threshold=float(threshold),
+        threshold_source=threshold_source or "given",
+        overall=Stats.of(labels, h, predicted),
+        records_per_s=len(items) / seconds if seconds > 0 else float("inf"),
+        latency_ms={
+            "mean": float(latencies.mean()) if len(latencies) else 0.0,
+            "p50": float(np.percentile(latencies, 50)) if len(latencies) else 0.0,
+            "p95": float(np.percentile(latencies, 95)) if len(latencies) else 0.0,
+        },
+        oracle={"threshold": oracle_cut, "f1": Stats.of(labels, h, oracle_pred).f1},
+        groups=groups,
+        first_errors=[s.error for s in scores if s.error][:3],
+        scores=scores,
+        labels=labels.tolist(),
+    )
+
+
+def run_bench(
+    path: str | Path,
+    metrics: Sequence[str | Metric] | str,
+    *,
+    threshold: float | None = None,
+    threshold_from: str | Path | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    limit: int | None = None,
+    progress: Callable[[str, int], Callable[[], None] | None] | None = None,
+) -> dict[str, BenchResult]:
+    """Bench every metric on ``path``; ``progress(metric_name, total)`` may return a tick callback."""
+    if threshold is not None and threshold_from is not None:
+        raise ValueError("give either a threshold or a file to fit one on, not both")
+    items = load_labelled(path, limit)
+    reference = load_labelled(threshold_from, limit) if threshold_from else None
+    results = {}
+    for metric in build_metrics(metrics, options):
+        cut, source = threshold, ("given" if threshold is not None else None)
+        if reference is not None:
+            cut, source = fit_threshold(metric, reference), f"F1-optimal on {Path(threshold_from).name}"
+        tick = progress(metric.name, len(items)) if progress else None
+        results[metric.name] = bench_metric(metric, items, threshold=cut, threshold_source=source, progress=tick)
+    return results

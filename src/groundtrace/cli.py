@@ -1,0 +1,237 @@
+"""The command line: groundtrace metrics | score | bench | demo."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from contextlib import nullcontext
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from groundtrace.score import ScoredRecord
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Hallucination and grounding scores for RAG answers.",
+    pretty_exceptions_show_locals=False,
+)
+console = Console(stderr=True)
+out = Console()
+
+MetricsOption = Annotated[str, typer.Option("--metrics", "-m", help="Comma-separated metric names.")]
+OptionsOption = Annotated[
+    Optional[list[str]],
+    typer.Option("--option", "-O", help="A metric option as METRIC.KEY=VALUE, e.g. facts.mode=seed (repeatable)."),
+]
+
+
+def parse_options(pairs: Sequence[str] | None) -> dict[str, dict[str, Any]]:
+    """'facts.mode=seed' -> {'facts': {'mode': 'seed'}}; values are JSON where they parse as JSON."""
+    options: dict[str, dict[str, Any]] = {}
+    for pair in pairs or []:
+        key, sep, raw = pair.partition("=")
+        metric, dot, name = key.partition(".")
+        if not sep or not dot or not metric or not name:
+            raise typer.BadParameter(f"'{pair}' is not METRIC.KEY=VALUE", param_hint="--option")
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        options.setdefault(metric, {})[name] = value
+    return options
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        console=console, transient=False, disable=not console.is_terminal and not _force_progress(),
+    )
+
+
+def _force_progress() -> bool:
+    import os
+
+    return os.environ.get("GROUNDTRACE_PROGRESS") == "1"
+
+
+def _fmt(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def summary_table(rows: Sequence[ScoredRecord], title: str = "Scores") -> Table:
+    table = Table(title=title)
+    for column in ("metric", "direction", "records", "errors", "mean", "flagged", "mean ms"):
+        table.add_column(column, justify="left" if column in ("metric", "direction") else "right")
+    metrics = list(dict.fromkeys(s.metric for r in rows for s in r.scores))
+    for name in metrics:
+        scores = [s for r in rows for s in r.scores if s.metric == name]
+        ok = [s for s in scores if s.ok]
+        flagged = sum(1 for s in ok if s.hallucinated)
+        latency = [s.latency_ms for s in scores if s.latency_ms is not None]
+        table.add_row(
+            name,
+            "higher = grounded" if scores[0].higher_is_better else "higher = hallucinated",
+            str(len(scores)),
+            str(len(scores) - len(ok)),
+            _fmt(sum(s.value for s in ok) / len(ok) if ok else None),
+            f"{flagged}/{len(ok)}",
+            _fmt(sum(latency) / len(latency) if latency else None, 1),
+        )
+    return table
+
+
+def records_table(rows: Sequence[ScoredRecord], limit: int = 20) -> Table:
+    table = Table(title="Per record", show_lines=False)
+    table.add_column("id")
+    table.add_column("answer")
+    metrics = list(dict.fromkeys(s.metric for r in rows for s in r.scores))
+    for name in metrics:
+        table.add_column(name, justify="right")
+    table.add_column("unsupported")
+    for row in rows[:limit]:
+        cells = []
+        for name in metrics:
+            s = row.score(name)
+            cells.append("error" if s is None or not s.ok else f"{s.value:.2f}{' ⚠' if s.hallucinated else ''}")
+        spans = sorted({sp.text for s in row.scores for sp in s.spans if s.metric == "facts"})
+        answer = (row.record.answer or "")[:60] + ("…" if len(row.record.answer or "") > 60 else "")
+        table.add_row(row.id or "", answer, *cells, ", ".join(spans)[:50])
+    return table
+
+
+@app.command("metrics")
+def metrics_command() -> None:
+    """List the metrics and what each needs."""
+    from groundtrace.metrics import metric_class, metric_names
+
+    table = Table(title="groundtrace metrics")
+    for column in ("name", "needs", "direction", "threshold", "what it measures"):
+        table.add_column(column)
+    for name in metric_names():
+        cls = metric_class(name)
+        table.add_row(
+            name, ", ".join(cls.requires), "higher = grounded" if cls.higher_is_better else "higher = hallucinated",
+            f"{cls.default_threshold:g}", cls.description,
+        )
+    out.print(table)
+
+
+def _score_file(input_path: str, metrics: str, output: Path | None, workers: int, options: dict) -> list[ScoredRecord]:
+    from groundtrace.engine import Evaluator
+    from groundtrace.io import read_jsonl
+
+    evaluator = Evaluator(metrics, workers=workers, options=options)
+    rows: list[ScoredRecord] = []
+    items = list(read_jsonl(input_path))
+    sink = open(output, "w", encoding="utf-8") if output else nullcontext(None)
+    with sink as handle, _progress() as progress:
+        task = progress.add_task("scoring", total=len(items))
+        for row in evaluator.iter_evaluate(items):
+            rows.append(row)
+            if handle:
+                handle.write(row.model_dump_json() + "\n")
+            progress.advance(task)
+    return rows
+
+
+@app.command("score")
+def score_command(
+    input_path: Annotated[str, typer.Argument(help="JSONL of records (question, contexts, answer, ...); - for stdin.")],
+    metrics: MetricsOption = "lexical,facts",
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Where to write scored records (JSONL).")] = None,
+    workers: Annotated[int, typer.Option(help="Records scored concurrently.")] = 1,
+    option: OptionsOption = None,
+    show: Annotated[int, typer.Option(help="Records to show in the per-record table (0: none).")] = 0,
+) -> None:
+    """Score every record of a JSONL file and print a per-metric summary."""
+    try:
+        rows = _score_file(input_path, metrics, output, workers, parse_options(option))
+    except (KeyError, ValueError, FileNotFoundError) as error:
+        console.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(2) from None
+    if show:
+        out.print(records_table(rows, show))
+    out.print(summary_table(rows))
+    if output:
+        console.print(f"wrote {len(rows)} scored records to {output}")
+
+
+@app.command("bench")
+def bench_command(
+    input_path: Annotated[Path, typer.Argument(help="Labelled JSONL (label 1 = hallucinated), shaped like shared/data.")],
+    metrics: MetricsOption = "lexical",
+    threshold: Annotated[Optional[float], typer.Option(help="Threshold on the metric's own scale.")] = None,
+    threshold_from: Annotated[
+        Optional[Path], typer.Option("--threshold-from", help="Fit the F1-optimal threshold on this labelled file.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object keyed by metric name.")] = False,
+    limit: Annotated[Optional[int], typer.Option(help="Use only the first N records.")] = None,
+    option: OptionsOption = None,
+) -> None:
+    """Measure metrics against labels: precision, recall, F1, ROC AUC, balanced accuracy, speed."""
+    from groundtrace.bench import run_bench
+
+    with _progress() as progress:
+        def tick(name: str, total: int):
+            task = progress.add_task(name, total=total)
+            return lambda: progress.advance(task)
+
+        try:
+            results = run_bench(input_path, metrics, threshold=threshold, threshold_from=threshold_from,
+                                options=parse_options(option), limit=limit, progress=tick)
+        except (KeyError, ValueError, FileNotFoundError) as error:
+            console.print(f"[red]error:[/red] {error}")
+            raise typer.Exit(2) from None
+    if as_json:
+        print(json.dumps({name: r.as_dict() for name, r in results.items()}, indent=2, ensure_ascii=False))
+        return
+    table = Table(title=f"bench: {input_path.name}")
+    for column in ("metric", "group", "n", "AUC", "F1", "precision", "recall", "bal. acc.", "threshold", "rec/s"):
+        table.add_column(column, justify="left" if column in ("metric", "group") else "right")
+    for name, r in results.items():
+        rows = [("all", r.overall)] + list(r.groups.items()) if len(r.groups) > 2 else [("all", r.overall)]
+        for group, s in rows:
+            table.add_row(name, group, str(s.n), _fmt(s.auc), _fmt(s.f1), _fmt(s.precision), _fmt(s.recall),
+                          _fmt(s.balanced_accuracy), f"{r.threshold:.4g}" if group == "all" else "",
+                          f"{r.records_per_s:.0f}" if group == "all" else "")
+    out.print(table)
+    for name, r in results.items():
+        out.print(f"{name}: threshold from {r.threshold_source}; the F1-optimal threshold on this file would be "
+                  f"{r.oracle['threshold']:.4g} (F1 {r.oracle['f1']:.3f}, optimistic)")
+        if r.overall.errors:
+            out.print(f"[yellow]{name}: {r.overall.errors} records failed[/yellow], e.g. {r.first_errors[0]}")
+
+
+def example_path() -> Path:
+    return Path(str(resources.files("groundtrace") / "examples" / "answers.jsonl"))
+
+
+@app.command("demo")
+def demo_command(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the scored records.")] = Path("out/scores.jsonl"),
+    metrics: MetricsOption = "lexical,facts",
+) -> None:
+    """Score the bundled example answers (Russian, English, Chinese) and print what was found."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    path = example_path()
+    console.print(f"scoring the bundled examples: {path}")
+    rows = _score_file(str(path), metrics, output, 1, {})
+    out.print(records_table(rows, limit=len(rows)))
+    out.print(summary_table(rows))
+    console.print(f"wrote {len(rows)} scored records to {output}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

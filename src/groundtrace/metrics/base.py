@@ -1,0 +1,151 @@
+"""The metric interface: a small class that turns a Record into a Score and never raises."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from groundtrace.record import InvalidRecord, Record, coerce_record, salvage_id
+from groundtrace.score import Cost, Score, Span
+from groundtrace.text.lang import guess_language
+
+log = logging.getLogger("groundtrace.metrics")
+
+_FIELD_HINTS = {
+    "answer": "the generated answer",
+    "contexts": "the retrieved passages",
+    "question": "the user's question",
+    "reference": "a reference (gold) answer",
+}
+
+
+@dataclass
+class Result:
+    """What a metric computes; the base class turns it into a Score."""
+
+    value: float
+    reason: str
+    spans: list[Span] = field(default_factory=list)
+    details: dict[str, Any] = field(default_factory=dict)
+    cost: Cost | None = None
+
+
+class Metric:
+    """Base class of every metric.
+
+    Subclasses set the class attributes and implement :meth:`compute`. ``hallucinated`` is
+    ``value < threshold`` for a metric where higher is better, ``value >= threshold`` otherwise.
+    """
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    requires: ClassVar[tuple[str, ...]] = ("answer", "contexts")
+    higher_is_better: ClassVar[bool]
+    default_threshold: ClassVar[float]
+    # Inputs beyond these sizes get an error Score instead of minutes of work: a RAG answer of
+    # 100,000 characters is a bug upstream, not an answer.
+    default_max_answer_chars: ClassVar[int] = 100_000
+    default_max_context_chars: ClassVar[int] = 1_000_000
+
+    def __init__(
+        self,
+        *,
+        threshold: float | None = None,
+        max_answer_chars: int | None = None,
+        max_context_chars: int | None = None,
+    ) -> None:
+        self.threshold = self.default_threshold if threshold is None else float(threshold)
+        if not 0.0 <= self.threshold <= 1.0:
+            raise ValueError(f"{self.name}: threshold must lie in [0, 1], got {self.threshold}")
+        self.max_answer_chars = max_answer_chars or self.default_max_answer_chars
+        self.max_context_chars = max_context_chars or self.default_max_context_chars
+
+    # ------------------------------------------------------------------ what subclasses implement
+    def compute(self, record: Record, language: str) -> Result:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------------------- public API
+    def score(self, record: Record | Any) -> Score:
+        """Score one record. Never raises: every failure becomes an error Score with a reason."""
+        started = time.perf_counter()
+        try:
+            record = coerce_record(record)
+        except InvalidRecord as error:
+            return self.error(f"invalid record: {error}", salvage_id(record), started)
+        problem = self.check(record)
+        if problem:
+            return self.error(problem, record.id, started)
+        language = record.language or guess_language(record.answer or record.context_text())
+        try:
+            result = self.compute(record, language)
+        except Exception as error:  # a metric bug must not take the batch or the app down
+            log.exception("metric %s failed on record %s", self.name, record.id)
+            return self.error(f"{type(error).__name__}: {error}", record.id, started)
+        if not isinstance(result.value, (int, float)) or not math.isfinite(result.value):
+            return self.error(f"the metric computed an invalid value ({result.value!r})", record.id, started)
+        value = min(max(float(result.value), 0.0), 1.0)
+        return Score(
+            metric=self.name,
+            value=value,
+            higher_is_better=self.higher_is_better,
+            hallucinated=self.verdict(value),
+            threshold=self.threshold,
+            reason=result.reason,
+            spans=result.spans,
+            details={"language": language, **result.details},
+            latency_ms=_elapsed_ms(started),
+            cost=result.cost,
+            record_id=record.id,
+        )
+
+    async def ascore(self, record: Record | Any) -> Score:
+        """Score one record without blocking the event loop."""
+        return await asyncio.to_thread(self.score, record)
+
+    def verdict(self, value: float) -> bool:
+        return value < self.threshold if self.higher_is_better else value >= self.threshold
+
+    def check(self, record: Record) -> str | None:
+        """Why this record cannot be scored, or None."""
+        for name in self.requires:
+            if getattr(record, name) is None:
+                hint = _FIELD_HINTS.get(name, name)
+                return f"the record has no '{name}' ({hint}), which metric '{self.name}' needs"
+        if "answer" in self.requires:
+            if not record.answer.strip():
+                return "the answer is empty: there is no text to score (did the application return nothing?)"
+            if len(record.answer) > self.max_answer_chars:
+                return (
+                    f"the answer has {len(record.answer):,} characters, more than this metric's limit of "
+                    f"{self.max_answer_chars:,}; raise max_answer_chars if this is intended"
+                )
+        if "contexts" in self.requires:
+            total = sum(map(len, record.contexts))
+            if total > self.max_context_chars:
+                return (
+                    f"the contexts have {total:,} characters, more than this metric's limit of "
+                    f"{self.max_context_chars:,}; raise max_context_chars if this is intended"
+                )
+        return None
+
+    def error(self, message: str, record_id: str | None = None, started: float | None = None) -> Score:
+        return Score(
+            metric=self.name,
+            value=None,
+            higher_is_better=self.higher_is_better,
+            error=message,
+            reason=message,
+            latency_ms=_elapsed_ms(started) if started is not None else None,
+            record_id=record_id,
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(threshold={self.threshold})"
+
+
+def _elapsed_ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000.0, 3)

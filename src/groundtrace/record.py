@@ -1,0 +1,139 @@
+"""Record: one answer of a RAG application, with what it was grounded on.
+
+Every field but the answer and the contexts is optional, and even those may be missing: a metric
+that needs a missing field returns an error Score naming it, so one bad input never stops a batch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+# C0/C1 control characters except tab, newline and carriage return: binary junk that would break
+# tokenizers, terminals and HTML, and never carries meaning in an answer.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# Lone surrogates (from broken decoding) cannot be encoded as UTF-8 and would crash any writer.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+# Keys under which common frameworks keep a document's text.
+_TEXT_KEYS = ("text", "page_content", "content")
+
+
+def clean_text(text: str) -> str:
+    """Drop control characters and lone surrogates; everything else is kept as is."""
+    if _CONTROL.search(text) or _SURROGATE.search(text):
+        text = _SURROGATE.sub("\ufffd", _CONTROL.sub("", text))
+    return text
+
+
+def _context_text(item: Any) -> str:
+    if isinstance(item, str):
+        return item
+    if isinstance(item, Mapping):
+        for key in _TEXT_KEYS:
+            if isinstance(item.get(key), str):
+                return item[key]
+    for key in _TEXT_KEYS:  # a LangChain Document or a LlamaIndex node
+        value = getattr(item, key, None)
+        if isinstance(value, str):
+            return value
+    raise ValueError(f"a context must be a string or a document with a text field, got {type(item).__name__}")
+
+
+class Record(BaseModel):
+    """One question, the contexts retrieved for it, and the answer that was generated."""
+
+    model_config = ConfigDict(extra="ignore", validate_assignment=True)
+
+    id: str | None = None
+    question: str | None = None
+    contexts: list[str] | None = None
+    answer: str | None = None
+    reference: str | None = None
+    language: str | None = Field(default=None, description="ISO 639-1 code; guessed from the text when absent")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    # Filled by the framework adapters so that sinks can attach scores to the right trace.
+    trace_id: str | None = None
+    span_id: str | None = None
+    run_id: str | None = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_as_text(cls, value: Any) -> Any:
+        # Files often number their rows; an integer id is still an id.
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("question", "answer", "reference")
+    @classmethod
+    def _clean(cls, value: str | None) -> str | None:
+        return None if value is None else clean_text(value)
+
+    @field_validator("contexts", mode="before")
+    @classmethod
+    def _contexts(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, str):  # one context given as a bare string
+            value = [value]
+        if not isinstance(value, (list, tuple)):
+            raise ValueError(f"contexts must be a list of strings, got {type(value).__name__}")
+        texts = (_context_text(item) for item in value if item is not None)
+        return [clean_text(text) for text in texts]
+
+    @field_validator("language")
+    @classmethod
+    def _language(cls, value: str | None) -> str | None:
+        return value.strip().lower().split("-")[0] or None if value else None
+
+    def context_text(self) -> str:
+        return "\n\n".join(self.contexts or [])
+
+
+class InvalidRecord(ValueError):
+    """Raised by :func:`coerce_record` with a message naming every bad field."""
+
+
+class InvalidInput(BaseModel):
+    """An input that could not even be read as a record (a line that is not JSON, say).
+
+    It travels through the batch like a record, so that it ends as an error Score in the output
+    instead of vanishing."""
+
+    id: str | None = None
+    message: str
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        field = ".".join(str(p) for p in item["loc"]) or "record"
+        parts.append(f"field '{field}': {item['msg']} (got {type(item.get('input')).__name__})")
+    return "; ".join(parts)
+
+
+def coerce_record(value: Any) -> Record:
+    """A Record from a Record, a mapping, or anything with the same attributes."""
+    if isinstance(value, Record):
+        return value
+    if isinstance(value, InvalidInput):
+        raise InvalidRecord(value.message)
+    if not isinstance(value, Mapping):
+        raise InvalidRecord(f"a record must be a mapping or a groundtrace.Record, got {type(value).__name__}")
+    try:
+        return Record.model_validate(dict(value))
+    except ValidationError as error:
+        raise InvalidRecord(describe_validation_error(error)) from None
+
+
+def salvage_id(value: Any) -> str | None:
+    """The id of an input that failed validation, so its error Score can still be matched up."""
+    raw = value.get("id") if isinstance(value, Mapping) else getattr(value, "id", None)
+    return None if raw is None else str(raw)
+
+
+def placeholder_record(value: Any) -> Record:
+    """The Record written out for an input that failed validation: its id, and nothing invented."""
+    return Record(id=salvage_id(value))

@@ -1,0 +1,234 @@
+"""Numbers, quantities and dates in a canonical form, so that "1 879" equals "1879" and
+"30 дней" equals "30 days" equals "30天".
+
+Everything here is table-driven: a language is added by extending the tables, not the code.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Spaces that separate thousands: plain, no-break, thin and narrow no-break.
+_THOUSANDS_SPACE = "[ \u00a0\u2009\u202f]"
+NUMBER = rf"\d{{1,3}}(?:{_THOUSANDS_SPACE}\d{{3}})+(?:[.,]\d+)?(?!\d)|\d+(?:[.,]\d+)*"
+# Languages that write a decimal comma ("3,5"): there "1,879" is 1.879, elsewhere it is 1879.
+_DECIMAL_COMMA = frozenset("ru uk be bg sr de fr es it pt nl pl cs sk sv da no fi tr el ro hu kk".split())
+
+# Canonical unit -> the words that name it, in English, Russian and Chinese. Word forms, not stems:
+# a regex alternation of whole words is both exact and fast.
+UNITS: dict[str, tuple[str, ...]] = {
+    "%": ("%", "％", "percent", "per cent", "pct", "процент", "процента", "процентов", "проц"),
+    "usd": ("$", "usd", "dollar", "dollars", "доллар", "доллара", "долларов", "долл", "美元"),
+    "eur": ("€", "eur", "euro", "euros", "евро", "欧元"),
+    "rub": ("₽", "rub", "rubles", "roubles", "рубль", "рубля", "рублей", "руб", "р", "卢布"),
+    "cny": ("¥", "cny", "rmb", "yuan", "юань", "юаня", "юаней", "元", "人民币", "块"),
+    "gbp": ("£", "gbp", "pound", "pounds", "фунт", "фунта", "фунтов", "英镑"),
+    "year": ("year", "years", "yr", "yrs", "год", "года", "лет", "岁", "周年"),
+    "month": ("month", "months", "месяц", "месяца", "месяцев", "мес", "个月"),
+    "week": ("week", "weeks", "неделя", "недели", "недель", "нед", "周", "星期", "个星期"),
+    "day": ("day", "days", "день", "дня", "дней", "сутки", "суток", "天", "日"),
+    "hour": ("hour", "hours", "hr", "hrs", "h", "час", "часа", "часов", "ч", "小时", "个小时"),
+    "minute": ("minute", "minutes", "min", "mins", "минута", "минуты", "минут", "мин", "分钟"),
+    "second": ("second", "seconds", "sec", "secs", "s", "секунда", "секунды", "секунд", "сек", "秒", "秒钟"),
+    "km": ("km", "kilometer", "kilometers", "kilometre", "kilometres", "км", "километр", "километра", "километров",
+           "公里", "千米"),
+    "m": ("m", "meter", "meters", "metre", "metres", "м", "метр", "метра", "метров", "米"),
+    "cm": ("cm", "centimeter", "centimeters", "см", "сантиметр", "сантиметра", "сантиметров", "厘米"),
+    "kg": ("kg", "kilogram", "kilograms", "кг", "килограмм", "килограмма", "килограммов", "公斤", "千克"),
+    "g": ("g", "gram", "grams", "г", "грамм", "грамма", "граммов", "克"),
+    "t": ("t", "ton", "tons", "tonne", "tonnes", "т", "тонна", "тонны", "тонн", "吨"),
+    "l": ("l", "liter", "liters", "litre", "litres", "л", "литр", "литра", "литров", "升"),
+    "person": ("people", "persons", "человек", "чел", "人", "名"),
+    "credit": ("credit", "credits", "кредит", "кредита", "кредитов", "学分"),
+}
+# Words that multiply the number before them ("3,5 млн", "150万", "$1.5 billion").
+MULTIPLIERS: dict[str, float] = {
+    "thousand": 1e3, "тыс": 1e3, "тысяча": 1e3, "тысячи": 1e3, "тысяч": 1e3, "k": 1e3, "千": 1e3,
+    "million": 1e6, "millions": 1e6, "mln": 1e6, "mn": 1e6, "млн": 1e6, "миллион": 1e6, "миллиона": 1e6,
+    "миллионов": 1e6, "百万": 1e6,
+    "billion": 1e9, "billions": 1e9, "bn": 1e9, "млрд": 1e9, "миллиард": 1e9, "миллиарда": 1e9,
+    "миллиардов": 1e9, "十亿": 1e9,
+    "trillion": 1e12, "трлн": 1e12, "триллион": 1e12, "триллиона": 1e12, "триллионов": 1e12,
+    "万": 1e4, "亿": 1e8,
+}
+_UNIT_OF = {word: unit for unit, forms in UNITS.items() for word in forms}
+_PREFIX_CURRENCY = {"$": "usd", "€": "eur", "£": "gbp", "¥": "cny", "₽": "rub"}
+
+
+def _alternation(words: list[str]) -> str:
+    return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
+
+
+# A unit written in letters must end at a word boundary (so "m" does not eat "million"); CJK units
+# and symbols need none, since Chinese does not separate words.
+_WORD_END = r"(?:(?<=[A-Za-zА-Яа-яЁё])(?![^\W\d_])|(?<![A-Za-zА-Яа-яЁё]))"
+_MULTIPLIER = rf"(?P<mult>{_alternation(list(MULTIPLIERS))})\.?{_WORD_END}"
+_UNIT = rf"(?P<unit>{_alternation(list(_UNIT_OF))}){_WORD_END}"
+QUANTITY = re.compile(
+    rf"(?P<cur>[$€£¥₽])?\s?(?P<num>{NUMBER})(?:\s?{_MULTIPLIER})?(?:\s?{_UNIT})?",
+    re.IGNORECASE,
+)
+
+
+def parse_number(text: str, language: str = "en") -> float | None:
+    """The value of a written number, or None when it is no plain number (a version like 1.2.3)."""
+    s = re.sub(_THOUSANDS_SPACE, "", text.strip())
+    if not s or not s[0].isdigit():
+        return None
+    commas, dots = s.count(","), s.count(".")
+    if commas and dots:
+        # whichever separator comes last is the decimal one: 1,879.50 or 1.879,50
+        if s.rfind(",") > s.rfind("."):
+            s = s.replace(".", "").replace(",", ".")
+        else:
+            s = s.replace(",", "")
+    elif commas:
+        parts = s.split(",")
+        grouped = all(len(p) == 3 for p in parts[1:])
+        if commas > 1:
+            if not grouped:
+                return None
+            s = "".join(parts)
+        elif grouped and language not in _DECIMAL_COMMA:
+            s = "".join(parts)
+        else:
+            s = ".".join(parts)
+    elif dots > 1:
+        parts = s.split(".")
+        if not all(len(p) == 3 for p in parts[1:]):
+            return None
+        s = "".join(parts)
+    try:
+        return float(s)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Quantity:
+    value: float
+    unit: str | None
+    start: int
+    end: int
+
+
+def find_quantities(text: str, language: str = "en") -> list[Quantity]:
+    """Every number in ``text`` with its multiplier and unit applied."""
+    found = []
+    for m in QUANTITY.finditer(text):
+        value = parse_number(m.group("num"), language)
+        if value is None:
+            continue
+        if m.group("mult"):
+            value *= MULTIPLIERS[m.group("mult").lower()]
+        unit = _PREFIX_CURRENCY.get(m.group("cur") or "") or _UNIT_OF.get((m.group("unit") or "").lower())
+        start = m.start("cur") if m.group("cur") else m.start("num")
+        found.append(Quantity(value, unit, start, m.end()))
+    return found
+
+
+def canonical_number(value: float) -> str:
+    """A stable text form: 1879 -> '1879', 3.50 -> '3.5', 1.5e6 -> '1500000'."""
+    if value == int(value) and abs(value) < 1e18:
+        return str(int(value))
+    return f"{value:.10g}"
+
+
+# ---------------------------------------------------------------------------------------- dates
+
+MONTHS: dict[str, int] = {}
+for _number, _forms in enumerate(
+    [
+        "january jan январь января январе янв",
+        "february feb февраль февраля феврале фев",
+        "march mar март марта марте мар",
+        "april apr апрель апреля апреле апр",
+        "may май мая мае",
+        "june jun июнь июня июне июн",
+        "july jul июль июля июле июл",
+        "august aug август августа августе авг",
+        "september sep sept сентябрь сентября сентябре сен сент",
+        "october oct октябрь октября октябре окт",
+        "november nov ноябрь ноября ноябре ноя",
+        "december dec декабрь декабря декабре дек",
+    ],
+    start=1,
+):
+    for _form in _forms.split():
+        MONTHS[_form] = _number
+
+# The leading class is a cheap filter: the alternation is tried only at a word start with a letter
+# that can begin a month's name (10x faster on long texts).
+_MONTH_INITIALS = "".join(sorted({m[0] for m in MONTHS} | {m[0].upper() for m in MONTHS}))
+_MONTH = rf"(?<![^\W\d_])(?=[{_MONTH_INITIALS}])(?P<month_name>{_alternation(list(MONTHS))})\.?{_WORD_END}"
+_DAY = r"(?P<day>[0-3]?\d)(?!\d)(?:st|nd|rd|th|-?го|-?е)?"
+_YEAR = r"(?P<year>[12]\d{3})"
+_YEAR_SUFFIX = r"(?:\s?(?:г\.|гг\.|года|году|год)(?![^\W\d_]))?"
+# Tried in order; a later pattern never takes text an earlier one matched. Separate patterns,
+# because one alternation could not reuse the group names.
+_DATE_PATTERNS = [
+    rf"{_YEAR}-(?P<month>[01]?\d)-(?P<day>[0-3]?\d)(?!\d)",
+    rf"(?P<day>[0-3]?\d)\.(?P<month>[01]?\d)\.{_YEAR}(?!\d)",
+    rf"(?P<a>[01]?\d)/(?P<b>[0-3]?\d)/{_YEAR}(?!\d)",
+    rf"{_YEAR}\s?年\s?(?P<month>[01]?\d)\s?月(?:\s?(?P<day>[0-3]?\d)\s?[日号])?",
+    rf"(?P<month>[01]?\d)\s?月\s?(?P<day>[0-3]?\d)\s?[日号]",
+    rf"(?<![月\d])(?P<day>[0-3]?\d)\s?[日号](?![内以后前])",  # "21日": the 21st (of a month said earlier)
+    rf"{_MONTH}\s+{_DAY},?(?:\s+{_YEAR})?{_YEAR_SUFFIX}",
+    rf"{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?{_YEAR_SUFFIX}",
+    rf"{_MONTH},?\s+{_YEAR}{_YEAR_SUFFIX}",
+    rf"{_YEAR}\s?(?:年|г\.|года|году|год)(?![^\W\d_])",
+]
+@dataclass(frozen=True, slots=True)
+class Date:
+    """A calendar date, possibly partial: '2024-03-05', '2024-03', '--03-05' or '2024'."""
+
+    key: str
+    year: int | None
+    start: int
+    end: int
+
+
+def find_dates(text: str, language: str = "en") -> list[Date]:
+    found: list[Date] = []
+    for pattern in _COMPILED_DATES:
+        for m in pattern.finditer(text):
+            if any(d.start < m.end() and m.start() < d.end for d in found):
+                continue
+            date = _date_from_match(m, language)
+            if date is not None:
+                found.append(date)
+    return sorted(found, key=lambda d: d.start)
+
+
+def _group(m: re.Match[str], name: str) -> str | None:
+    return m.groupdict().get(name)
+
+
+def _date_from_match(m: re.Match[str], language: str) -> Date | None:
+    year = int(_group(m, "year")) if _group(m, "year") else None
+    month: int | None = None
+    day: int | None = None
+    if _group(m, "a"):  # n/n/yyyy: month first in English unless that cannot be
+        a, b = int(_group(m, "a")), int(_group(m, "b"))
+        month, day = (a, b) if language == "en" and a <= 12 else (b, a)
+    else:
+        if _group(m, "month_name"):
+            month = MONTHS[_group(m, "month_name").lower()]
+        elif _group(m, "month"):
+            month = int(_group(m, "month"))
+        day = int(_group(m, "day")) if _group(m, "day") else None
+    if (month is not None and not 1 <= month <= 12) or (day is not None and not 1 <= day <= 31):
+        return None
+    if month is None and year is None:
+        key = f"---{day:02d}"
+    elif month is None:
+        key = f"{year}"
+    elif day is None:
+        key = f"{year}-{month:02d}" if year else f"--{month:02d}"
+    else:
+        key = f"{year}-{month:02d}-{day:02d}" if year else f"--{month:02d}-{day:02d}"
+    return Date(key, year, m.start(), m.end())
+
+
+_COMPILED_DATES = [re.compile(p, re.IGNORECASE) for p in _DATE_PATTERNS]

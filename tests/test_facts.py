@@ -1,0 +1,102 @@
+"""The facts seed, with a backend whose cosine is known, and with the real default embedder."""
+
+import numpy as np
+import pytest
+
+from groundtrace import get_metric
+from groundtrace.backends.embedders import USEEmbedder, windows_of
+from tests.conftest import TableEmbedder
+
+CONTEXT = "The fee is 1 879 rubles and the office opens on 5 March 2024 in Moscow."
+ANSWER = "The fee is 1879 rubles, paid to Sberbank on 6 March 2024."
+
+
+@pytest.fixture
+def embedder():
+    # cosine([1, 0], [0.6, 0.8]) = 0.6
+    return TableEmbedder({ANSWER: [1.0, 0.0], CONTEXT: [0.6, 0.8]})
+
+
+def test_hallucination_mode_by_hand(embedder):
+    score = get_metric("facts", embedder=embedder).score({"contexts": [CONTEXT], "answer": ANSWER})
+    # F(O) = {1879 rub, Sberbank, 2024-03-06}; F_h = {Sberbank, 2024-03-06}; E_f = 2/3
+    assert score.details["S_c"] == pytest.approx(0.6)
+    assert score.details["hallucinated_facts"] == ["Sberbank", "6 March 2024"]
+    assert score.details["E_f"] == pytest.approx(2 / 3)
+    assert score.value == pytest.approx(0.5 * (1 - 0.6) + 0.5 * 2 / 3)
+    assert score.higher_is_better is False
+    assert [ANSWER[s.start : s.end] for s in score.spans] == ["Sberbank", "6 March 2024"]
+
+
+def test_seed_mode_counts_missing_facts(embedder):
+    score = get_metric("facts", embedder=embedder, mode="seed").score({"contexts": [CONTEXT], "answer": ANSWER})
+    # F(C) = {1879 rub, 2024-03-05, Moscow}; F_m = {2024-03-05, Moscow}; E_f = min((2 + 2) / 3, 1) = 1
+    assert sorted(score.details["missing_facts"]) == ["5 March 2024", "Moscow"]
+    assert score.details["E_f"] == 1.0
+    assert score.value == pytest.approx(0.5 * 0.4 + 0.5 * 1.0)
+
+
+def test_seed_mode_edge_cases_of_e_f():
+    table = TableEmbedder({"No numbers here.": [1, 0], "Fee: 100 rubles.": [1, 0], "Nothing either.": [1, 0]})
+    metric = get_metric("facts", embedder=table, mode="seed")
+    # the answer has no facts but the context does: E_f = 1
+    assert metric.score({"contexts": ["Fee: 100 rubles."], "answer": "No numbers here."}).details["E_f"] == 1.0
+    # neither has facts: E_f = 0
+    assert metric.score({"contexts": ["Nothing either."], "answer": "No numbers here."}).details["E_f"] == 0.0
+    # hallucination mode ignores what the answer leaves out
+    plain = get_metric("facts", embedder=table)
+    assert plain.score({"contexts": ["Fee: 100 rubles."], "answer": "No numbers here."}).details["E_f"] == 0.0
+
+
+def test_weights_are_parameters(embedder):
+    score = get_metric("facts", embedder=embedder, concept_weight=0.4, fact_weight=0.6).score(
+        {"contexts": [CONTEXT], "answer": ANSWER})
+    assert score.value == pytest.approx(0.4 * 0.4 + 0.6 * 2 / 3)
+
+
+def test_several_contexts_pool_facts_and_take_the_closest_context():
+    table = TableEmbedder({"A fee of 100 rubles.": [1, 0], "Fee is 100 rubles.": [0.0, 1.0],
+                           "Paid at Sberbank.": [0.8, 0.6]})
+    record = {"contexts": ["Fee is 100 rubles.", "Paid at Sberbank."], "answer": "A fee of 100 rubles."}
+    best = get_metric("facts", embedder=table).score(record)
+    assert best.details["S_c"] == pytest.approx(0.8)
+    assert best.details["E_f"] == 0.0
+    mean = get_metric("facts", embedder=table, similarity="mean").score(record)
+    assert mean.details["S_c"] == pytest.approx(0.4)
+
+
+@pytest.mark.parametrize(
+    ("context", "faithful", "planted", "planted_text"),
+    [
+        ("Проживание в общежитии стоит 1 879 рублей в месяц.", "Общежитие стоит 1879 рублей в месяц.",
+         "Общежитие стоит 2 500 рублей в месяц.", "2 500 рублей"),
+        ("Items can be returned within 30 days of delivery.", "You can return items within 30 days.",
+         "You can return items within 90 days.", "90 days"),
+        ("商品签收后30天内可申请退款。", "签收后30天内可以退款。", "签收后90天内可以退款。", "90天"),
+    ],
+)
+def test_real_embedder_flags_a_planted_number_in_each_language(context, faithful, planted, planted_text):
+    metric = get_metric("facts")
+    good = metric.score({"contexts": [context], "answer": faithful})
+    bad = metric.score({"contexts": [context], "answer": planted})
+    assert good.error is None and bad.error is None
+    assert bad.value > good.value
+    assert good.spans == []
+    assert [s.text for s in bad.spans] == [planted_text]
+    assert 0.0 <= good.details["S_c"] <= 1.0
+
+
+def test_use_embedder_is_normalised_cached_and_windows_long_texts():
+    embedder = USEEmbedder()
+    vectors = embedder.embed(["Привет, мир", "Hello world", "你好世界", "Hello world"])
+    assert vectors.shape == (4, 512)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(vectors[1], vectors[3])
+    sentences = [f"Office {i} opens at {i % 12 + 1} o'clock." for i in range(2000)]
+    long_text = " ".join(sentences)  # ~60,000 characters
+    pieces = windows_of(long_text, embedder.window_chars)
+    assert len(pieces) > 20 and all(len(p) <= embedder.window_chars for p in pieces)
+    assert " ".join(pieces) == long_text  # every sentence is embedded, none dropped
+    expected = embedder.embed(pieces).sum(axis=0)
+    expected /= np.linalg.norm(expected)
+    assert np.allclose(embedder.embed([long_text])[0], expected, atol=1e-5)
