@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+import os
+
+# rich wraps tables to the terminal; tests read whole cells
+os.environ.setdefault("COLUMNS", "200")
+
 import json
 import threading
 from collections.abc import Iterator
@@ -44,7 +49,7 @@ class CaptureServer:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                capture.requests.append({"path": self.path, "body": body, "headers": dict(self.headers)})
+                capture.requests.append({"path": self.path, "body": body, "headers": {k.lower(): v for k, v in self.headers.items()}})
                 status, payload = respond(self.path, body)
                 data = json.dumps(payload).encode()
                 self.send_response(status)

@@ -1,0 +1,84 @@
+import json
+
+from typer.testing import CliRunner
+
+from groundtrace.cli import app, parse_options
+
+runner = CliRunner()
+
+
+def test_metrics_lists_names_needs_and_direction():
+    result = runner.invoke(app, ["metrics"])
+    assert result.exit_code == 0
+    assert "lexical" in result.stdout and "facts" in result.stdout
+    assert "answer, contexts" in result.stdout and "higher = hallucinated" in result.stdout
+
+
+def test_score_writes_one_line_per_record_with_ids_and_prints_a_summary(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text(
+        json.dumps({"id": "r1", "contexts": ["The fee is 100 rubles."], "answer": "The fee is 200 rubles."}) + "\n"
+        + "garbage\n"
+        + json.dumps({"id": "r3", "contexts": ["学生可以借阅图书。"], "answer": "学生可以借阅图书。"}, ensure_ascii=False) + "\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out.jsonl"
+    result = runner.invoke(app, ["score", str(src), "-m", "lexical,facts", "-o", str(out), "-O", "facts.mode=seed"])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [line["id"] for line in lines] == ["r1", "line-2", "r3"]
+    first = {s["metric"]: s for s in lines[0]["scores"]}
+    assert first["facts"]["details"]["mode"] == "seed"
+    assert [s["text"] for s in first["facts"]["spans"]] == ["200 rubles"]
+    assert all(s["error"] for s in lines[1]["scores"])
+    assert "Scores" in result.stdout and "lexical" in result.stdout
+
+
+def test_score_reports_a_bad_metric_name_clearly(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text("{}\n")
+    result = runner.invoke(app, ["score", str(src), "-m", "nope"])
+    assert result.exit_code == 2
+    assert "unknown metric 'nope'" in result.output
+
+
+def test_bench_json_has_the_documented_keys(tmp_path):
+    src = tmp_path / "l.jsonl"
+    rows = [{"id": "a", "contexts": ["Students borrow books."], "answer": "Students borrow books.", "label": 0},
+            {"id": "b", "contexts": ["Students borrow books."], "answer": "Teachers sell magazines.", "label": 1}]
+    src.write_text("\n".join(json.dumps(r) for r in rows))
+    result = runner.invoke(app, ["bench", str(src), "-m", "lexical,facts", "--json", "--threshold-from", str(src)])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert set(report) == {"lexical", "facts"}
+    for metric in report.values():
+        assert {"n", "auc", "f1", "precision", "recall", "balanced_accuracy", "threshold", "records_per_s"} <= set(metric)
+        assert metric["n"] == 2 and metric["auc"] == 1.0
+
+
+def test_bench_table(tmp_path):
+    src = tmp_path / "l.jsonl"
+    rows = [{"id": "a", "contexts": ["Students borrow books."], "answer": "Students borrow books.", "label": 0},
+            {"id": "b", "contexts": ["Students borrow books."], "answer": "Teachers sell magazines.", "label": 1}]
+    src.write_text("\n".join(json.dumps(r) for r in rows))
+    result = runner.invoke(app, ["bench", str(src), "-m", "lexical", "--threshold", "0.5"])
+    assert result.exit_code == 0, result.output
+    assert "AUC" in result.stdout and "threshold from given" in result.stdout
+
+
+def test_demo_scores_the_bundled_examples(tmp_path):
+    out = tmp_path / "scores.jsonl"
+    result = runner.invoke(app, ["demo", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    by_id = {line["id"]: {s["metric"]: s for s in line["scores"]} for line in lines}
+    assert {"ru-1", "en-2", "zh-2"} <= set(by_id)
+    # the planted hallucinations are flagged by facts, the faithful answers are not
+    assert by_id["en-2"]["facts"]["hallucinated"] and not by_id["en-1"]["facts"]["hallucinated"]
+    assert by_id["ru-2"]["facts"]["hallucinated"] and not by_id["ru-1"]["facts"]["hallucinated"]
+    assert "$9.99" in [s["text"] for s in by_id["en-2"]["facts"]["spans"]]
+
+
+def test_parse_options_reads_json_values():
+    assert parse_options(["facts.concept_weight=0.4", "facts.mode=seed", "lexical.bleu_weights=[1,0]"]) == {
+        "facts": {"concept_weight": 0.4, "mode": "seed"}, "lexical": {"bleu_weights": [1, 0]}}
