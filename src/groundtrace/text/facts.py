@@ -53,8 +53,13 @@ _NOT_ALNUM = re.compile(r"[\W_]+")
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 
 
-def extract_facts(text: str, language: str = "en") -> list[Fact]:
-    """All facts of ``text``, in order of appearance, none overlapping another."""
+def extract_facts(text: str, language: str = "en", *, discover_names: bool = True) -> list[Fact]:
+    """All facts of ``text``, in order of appearance, none overlapping another.
+
+    ``discover_names`` lets jieba's HMM find Chinese names missing from its dictionary; it is 10x
+    slower, and a context does not need it: an answer's Chinese name is looked up in the context's
+    text, not among the context's extracted names.
+    """
     if not text:
         return []
     facts: list[Fact] = []
@@ -71,7 +76,7 @@ def extract_facts(text: str, language: str = "en") -> list[Fact]:
         kind: FactKind = "year" if date.key.isdigit() else "date"
         add(Fact(kind, date.key, text[date.start : date.end], date.start, date.end,
                  value=float(date.year) if kind == "year" else None))
-    for name in _names(text, language):
+    for name in _names(text, language, discover_names):
         if free(name.start, name.end):
             add(name)
     for q in find_quantities(text, language):
@@ -94,9 +99,9 @@ def _is_list_marker(text: str, start: int, end: int) -> bool:
     return not text[line_start:start].strip() and text[end : end + 1] in {".", ")"} and text[end + 1 : end + 2] in {" ", ""}
 
 
-def _names(text: str, language: str) -> list[Fact]:
+def _names(text: str, language: str, discover: bool) -> list[Fact]:
     if language in ("zh", "ja"):
-        return _han_names(text) + _latin_names(text, language)
+        return _han_names(text, discover) + _latin_names(text, language)
     return _latin_names(text, language)
 
 
@@ -147,7 +152,7 @@ def _is_acronym(word: str) -> bool:
     return len(letters) >= 2 and sum(c.isupper() for c in letters) >= 2
 
 
-def _han_names(text: str) -> list[Fact]:
+def _han_names(text: str, discover: bool) -> list[Fact]:
     from groundtrace.text.tokenize import _jieba
 
     _jieba()  # loads the dictionary once, thread-safely
@@ -155,7 +160,7 @@ def _han_names(text: str) -> list[Fact]:
 
     names = []
     offset = 0
-    for pair in jieba.posseg.cut(text):
+    for pair in jieba.posseg.cut(text, HMM=discover):
         word, flag = pair.word, pair.flag
         if flag in _ZH_NAME_FLAGS and len(word) >= 2 and _HAN.search(word):
             names.append(Fact("name", fold(word), word, offset, offset + len(word)))
@@ -193,7 +198,7 @@ class FactIndex:
 
     @classmethod
     def build(cls, text: str, language: str, facts: list[Fact] | None = None) -> FactIndex:
-        facts = extract_facts(text, language) if facts is None else facts
+        facts = extract_facts(text, language, discover_names=False) if facts is None else facts
         folded = fold(text)
         index = cls(facts, text, language, folded=folded, squashed=_NOT_ALNUM.sub("", folded))
         for fact in facts:
