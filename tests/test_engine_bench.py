@@ -104,6 +104,7 @@ def test_bench_orients_higher_is_better_metrics_and_reports_groups(labelled):
     assert result.overall.n == 4 and result.overall.positives == 2
     assert set(result.groups) == {"language:en", "language:ru", "task:qa"}
     assert result.groups["language:ru"].n == 2
+    assert result.groups["language:ru"].records_per_s > 0
     assert result.records_per_s > 0
     d = result.as_dict()
     for key in ("n", "auc", "f1", "precision", "recall", "balanced_accuracy", "threshold", "records_per_s"):

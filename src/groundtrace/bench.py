@@ -97,13 +97,15 @@ class Stats:
     f1: float
     balanced_accuracy: float | None
     positives: int
+    records_per_s: float | None = None  # from the metric's own latencies, for a group of records
 
     @classmethod
-    def of(cls, labels: np.ndarray, h: np.ndarray, predicted: np.ndarray) -> Stats:
+    def of(cls, labels: np.ndarray, h: np.ndarray, predicted: np.ndarray, latency_ms: np.ndarray | None = None) -> Stats:
         ok = ~np.isnan(h)
         c = confusion(labels[ok], predicted[ok])
+        spent = float(np.nansum(latency_ms)) / 1000.0 if latency_ms is not None else 0.0
         return cls(int(ok.sum()), int((~ok).sum()), roc_auc(labels[ok], h[ok]), c.precision, c.recall, c.f1,
-                   c.balanced_accuracy, c.tp + c.fn)
+                   c.balanced_accuracy, c.tp + c.fn, len(labels) / spent if spent > 0 else None)
 
 
 @dataclass
@@ -157,6 +159,7 @@ def bench_metric(
     labels = np.array([i.label for i in items])
     h = oriented(scores)
     values = [s.value for s in scores]
+    latency = np.array([np.nan if s.latency_ms is None else s.latency_ms for s in scores])
     saved, metric.threshold = metric.threshold, threshold
     try:
         predicted = np.array([v is not None and metric.verdict(v) for v in values])
@@ -166,7 +169,7 @@ def bench_metric(
     for key in sorted({f"{k}:{v}" for i in items for k, v in i.groups.items()}):
         name, value = key.split(":", 1)
         mask = np.array([i.groups.get(name) == value for i in items])
-        groups[key] = Stats.of(labels[mask], h[mask], predicted[mask])
+        groups[key] = Stats.of(labels[mask], h[mask], predicted[mask], latency[mask])
     ok = ~np.isnan(h)
     latencies = np.array([s.latency_ms for s in scores if s.latency_ms is not None])
     oracle_cut = _fitted_on(metric, labels, h) if ok.any() else threshold

@@ -197,11 +197,13 @@ def bench_command(
     for column in ("metric", "group", "n", "AUC", "F1", "precision", "recall", "bal. acc.", "threshold", "rec/s"):
         table.add_column(column, justify="left" if column in ("metric", "group") else "right")
     for name, r in results.items():
-        rows = [("all", r.overall)] + list(r.groups.items()) if len(r.groups) > 2 else [("all", r.overall)]
+        # a group that is the whole file (one task, one language) would only repeat the first row
+        rows = [("all", r.overall)] + [(g, s) for g, s in r.groups.items() if s.n + s.errors < r.overall.n + r.overall.errors]
         for group, s in rows:
+            speed = r.records_per_s if group == "all" else s.records_per_s
             table.add_row(name, group, str(s.n), _fmt(s.auc), _fmt(s.f1), _fmt(s.precision), _fmt(s.recall),
                           _fmt(s.balanced_accuracy), f"{r.threshold:.4g}" if group == "all" else "",
-                          f"{r.records_per_s:.0f}" if group == "all" else "")
+                          "—" if speed is None else f"{speed:.0f}")
     out.print(table)
     for name, r in results.items():
         out.print(f"{name}: threshold from {r.threshold_source}; the F1-optimal threshold on this file would be "
