@@ -100,3 +100,15 @@ def test_use_embedder_is_normalised_cached_and_windows_long_texts():
     expected = embedder.embed(pieces).sum(axis=0)
     expected /= np.linalg.norm(expected)
     assert np.allclose(embedder.embed([long_text])[0], expected, atol=1e-5)
+
+
+def test_int8_onnx_pass_matches_the_packages_numpy_pass_in_three_languages():
+    texts = ["Плата за проживание в общежитии составляет 1 879 рублей в месяц.",
+             "Items can be returned within 30 days of delivery for a full refund.",
+             "商品签收后30天内可申请全额退款。", "ok", ""]
+    fast = USEEmbedder(backend="onnx").embed(texts)
+    reference = USEEmbedder(backend="numpy").embed(texts)
+    assert np.all(np.sum(fast * reference, axis=1) > 0.999)
+    # a text's embedding does not depend on the other texts of its batch
+    alone = USEEmbedder(backend="onnx").embed([texts[1]])[0]
+    assert np.allclose(alone, fast[1], atol=1e-5)

