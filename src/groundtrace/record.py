@@ -56,9 +56,11 @@ class Record(BaseModel):
     language: str | None = Field(default=None, description="ISO 639-1 code; guessed from the text when absent")
     metadata: dict[str, Any] = Field(default_factory=dict)
     # Filled by the framework adapters so that sinks can attach scores to the right trace.
-    trace_id: str | None = None
-    span_id: str | None = None
-    run_id: str | None = None
+    trace_id: str | None = Field(default=None, description="OpenTelemetry trace id of the request, 32 hex digits")
+    span_id: str | None = Field(default=None, description="OpenTelemetry span id of the request's root span, 16 hex digits")
+    run_id: str | None = Field(default=None, description="LangChain root run id (= the LangSmith run id)")
+    # Ids of the same request in systems with their own (MLflow trace id, Langfuse observation, ...).
+    trace_links: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("id", mode="before")
     @classmethod

@@ -1,0 +1,36 @@
+"""JSONL sink: one line per record with all its Scores (the input of ``groundtrace report``)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from groundtrace.record import Record
+from groundtrace.score import Score, ScoredRecord
+from groundtrace.sinks import Sink
+
+
+class JsonlSink(Sink):
+    name = "jsonl"
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path or os.environ.get("GROUNDTRACE_JSONL_PATH") or "groundtrace-scores.jsonl")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._handle = open(self.path, "a", encoding="utf-8")
+
+    def emit(self, record: Record, scores: list[Score]) -> None:
+        line = ScoredRecord(record=record, scores=scores).model_dump_json() + "\n"
+        with self._lock:
+            self._handle.write(line)
+
+    def flush(self) -> None:
+        with self._lock:
+            if not self._handle.closed:
+                self._handle.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._handle.closed:
+                self._handle.close()

@@ -1,0 +1,86 @@
+"""OpenTelemetry sink: one EVALUATOR span per Score, a child of the request's root span.
+
+Attributes follow OpenInference (``openinference.span.kind = EVALUATOR``, ``output.value``) and
+the OpenTelemetry GenAI conventions: the span carries ``gen_ai.evaluation.*`` attributes and a
+``gen_ai.evaluation.result`` event with the name, score value, label and explanation.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from groundtrace.backends import missing_extra
+from groundtrace.record import Record
+from groundtrace.score import Score
+from groundtrace.sinks import Sink, score_label, spans_summary
+
+log = logging.getLogger("groundtrace.sinks.otel")
+
+
+def evaluation_attributes(score: Score) -> dict[str, Any]:
+    attributes: dict[str, Any] = {
+        "gen_ai.evaluation.name": score.metric,
+        "gen_ai.evaluation.score.label": score_label(score),
+        "gen_ai.evaluation.explanation": score.reason,
+    }
+    if score.value is not None:
+        attributes["gen_ai.evaluation.score.value"] = score.value
+    if score.error is not None:
+        attributes["error.type"] = "groundtrace.metric_error"
+    return attributes
+
+
+class OTelSink(Sink):
+    name = "otel"
+
+    def __init__(self, tracer_provider: Any = None) -> None:
+        try:
+            from opentelemetry import trace
+        except ImportError as error:
+            raise missing_extra("otel", "the OpenTelemetry sink", error) from None
+        self._trace = trace
+        self._provider = tracer_provider
+
+    @property
+    def _tracer(self) -> Any:
+        # resolved per call: the application may install its provider after groundtrace starts
+        provider = self._provider or self._trace.get_tracer_provider()
+        return provider.get_tracer("groundtrace")
+
+    def emit(self, record: Record, scores: list[Score]) -> None:
+        from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
+
+        if not record.trace_id or not record.span_id:
+            log.debug("record %s has no trace/span id: nothing to attach the scores to", record.id)
+            return
+        parent = SpanContext(
+            trace_id=int(record.trace_id, 16), span_id=int(record.span_id, 16), is_remote=True,
+            trace_flags=TraceFlags(TraceFlags.SAMPLED),
+        )
+        context = self._trace.set_span_in_context(NonRecordingSpan(parent))
+        tracer = self._tracer
+        for score in scores:
+            attributes = evaluation_attributes(score)
+            span_attributes = {
+                "openinference.span.kind": "EVALUATOR",
+                **attributes,
+                "output.value": json.dumps({"score": score.value, "label": score_label(score), "explanation": score.reason},
+                                           ensure_ascii=False),
+                "output.mime_type": "application/json",
+                "groundtrace.metric": score.metric,
+                "groundtrace.higher_is_better": score.higher_is_better,
+                "groundtrace.unsupported_spans": json.dumps(spans_summary(score), ensure_ascii=False),
+                "groundtrace.unsupported_text": [span.text for span in score.spans[:20]],
+            }
+            if score.threshold is not None:
+                span_attributes["groundtrace.threshold"] = score.threshold
+            if score.record_id:
+                span_attributes["groundtrace.record_id"] = score.record_id
+            span = tracer.start_span(f"groundtrace.{score.metric}", context=context, kind=SpanKind.INTERNAL,
+                                     attributes=span_attributes)
+            span.add_event("gen_ai.evaluation.result", attributes=attributes)
+            if score.error is not None:
+                span.set_status(Status(StatusCode.ERROR, score.error[:200]))
+            span.end()

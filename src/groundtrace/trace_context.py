@@ -1,0 +1,46 @@
+"""Where a request lives in the tracing systems that are already loaded in this process.
+
+Adapters call :func:`current_ids` while a request's root run is live and store the result on the
+Record; sinks use it later, from a worker thread, to attach Scores to the right trace. Nothing
+here imports a tracing SDK that the application has not imported itself.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+# Providers of ids in systems other than OpenTelemetry, keyed by the name sinks look them up by.
+# Each takes no argument and returns an id or None; it must be cheap and must never raise.
+_link_providers: dict[str, Callable[[], str | None]] = {}
+
+
+def register_link_provider(name: str, provider: Callable[[], str | None]) -> None:
+    _link_providers[name] = provider
+
+
+def otel_ids(span: Any = None) -> tuple[str, str] | None:
+    """(trace id, span id) in hex of ``span``, or of the current OpenTelemetry span; None if invalid."""
+    if span is None:
+        if "opentelemetry.trace" not in sys.modules:
+            return None
+        from opentelemetry import trace
+
+        span = trace.get_current_span()
+    context = span.get_span_context()
+    if not context.is_valid:
+        return None
+    return format(context.trace_id, "032x"), format(context.span_id, "016x")
+
+
+def current_links() -> dict[str, str]:
+    links = {}
+    for name, provider in _link_providers.items():
+        try:
+            value = provider()
+        except Exception:
+            value = None
+        if value:
+            links[name] = value
+    return links
