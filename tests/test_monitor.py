@@ -218,3 +218,17 @@ def test_ten_thousand_submissions_over_eight_threads_all_settle():
 def test_invalid_settings_are_refused():
     with pytest.raises(ValueError, match="sample_rate"):
         Monitor([Fixed()], sample_rate=1.5)
+
+
+def test_closing_before_the_queue_drains_counts_the_rest_as_dropped():
+    gate = threading.Event()
+    monitor = Monitor([Gate(gate)], [], queue_size=50, flush_at_exit=False)
+    for i in range(30):
+        monitor.submit(record(i))
+    threading.Timer(0.5, gate.set).start()
+    monitor.close(timeout=0.1)
+    gate.set()
+    time.sleep(0.6)
+    stats = monitor.stats
+    assert stats.submitted == 30 and stats.settled == 30
+    assert stats.dropped >= 28 and stats.scored + stats.dropped == 30

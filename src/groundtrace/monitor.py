@@ -217,6 +217,7 @@ class Monitor:
                 return
             self._closed = True
         self.flush(timeout)
+        self._drop_queued()
         for _ in self._workers:
             try:
                 self._queue.put(_STOP, timeout=1.0)
@@ -231,6 +232,20 @@ class Monitor:
             except Exception as error:
                 log.warning("groundtrace: closing sink %s failed: %s", getattr(sink, "name", sink), error)
         log.info("groundtrace: monitor closed: %s", self.stats.as_dict())
+
+    def _drop_queued(self) -> None:
+        """Records still waiting when close() gives up are dropped, and counted as such."""
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if item is _STOP:
+                continue
+            with self._lock:
+                self._stats.dropped += 1
+                self._in_flight -= 1
+                self._idle.notify_all()
 
     @property
     def stats(self) -> MonitorStats:
