@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -57,8 +58,6 @@ def _progress() -> Progress:
 
 
 def _force_progress() -> bool:
-    import os
-
     return os.environ.get("GROUNDTRACE_PROGRESS") == "1"
 
 

@@ -12,7 +12,7 @@ from typing import Literal
 
 from groundtrace.text.numbers import MONTHS, canonical_number, find_dates, find_quantities
 from groundtrace.text.stopwords import stopwords
-from groundtrace.text.tokenize import fold, tokenize
+from groundtrace.text.tokenize import fold, jieba_module, tokenize
 
 FactKind = Literal["number", "year", "date", "name"]
 
@@ -153,9 +153,7 @@ def _is_acronym(word: str) -> bool:
 
 
 def _han_names(text: str, discover: bool) -> list[Fact]:
-    from groundtrace.text.tokenize import _jieba
-
-    _jieba()  # loads the dictionary once, thread-safely
+    jieba_module()  # loads the dictionary once, thread-safely
     import jieba.posseg
 
     names = []

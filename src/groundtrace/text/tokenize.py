@@ -27,7 +27,8 @@ class Token(NamedTuple):
     end: int
 
 
-def _jieba():
+def jieba_module():
+    """jieba with its dictionary loaded (once, thread-safely)."""
     global _jieba_ready
     import jieba
 
@@ -47,7 +48,7 @@ def tokenize(text: str, language: str = "en") -> list[Token]:
     if language == "zh":
         return [
             Token(word, start, end)
-            for word, start, end in _jieba().tokenize(text)
+            for word, start, end in jieba_module().tokenize(text)
             if _HAS_WORD_CHAR.search(word)
         ]
     return [Token(m.group(), m.start(), m.end()) for m in _WORD.finditer(text)]
