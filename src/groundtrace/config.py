@@ -103,3 +103,26 @@ def reset_shared_monitor() -> None:
         monitor, _shared = _shared, None
     if monitor is not None:
         monitor.close()
+
+
+_shared_users = 0
+
+
+def acquire_shared_monitor():
+    """shared_monitor() for an integration that gives it back with release_shared_monitor(), so
+    that uninstrumenting one framework does not close the Monitor another one still uses."""
+    global _shared_users
+    monitor = shared_monitor()
+    with _shared_lock:
+        _shared_users += 1
+    return monitor
+
+
+def release_shared_monitor() -> None:
+    """Close the shared Monitor when the last integration using it lets go."""
+    global _shared_users
+    with _shared_lock:
+        _shared_users = max(0, _shared_users - 1)
+        last = _shared_users == 0
+    if last:
+        reset_shared_monitor()

@@ -1,0 +1,122 @@
+"""Latency that groundtrace_llamaindex.instrument() adds to each LlamaIndex query.
+
+    python integrations/llamaindex/benchmarks/overhead.py [--queries 50] [--rounds 40] [--streaming]
+
+A real query engine (a VectorStoreIndex over a few Russian and English documents, MockEmbedding,
+and an LLM with a fixed answer, so that no network or model time hides the adapter's cost) answers
+the same questions in three setups, in alternating rounds so that drift hits all three alike:
+
+    baseline   not instrumented
+    capture    instrumented; every Record is built and submitted, then sampled out (sample_rate=0):
+               the adapter's own cost on the request path
+    scored     instrumented; every Record is scored with metrics=["lexical"] by a real Monitor's
+               background worker while the queries run (it competes for the CPU, as in production)
+
+It prints the median and p95 latency per query of each setup and what instrumenting adds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any
+
+from groundtrace.monitor import Monitor
+from llama_index.core import Document, Settings, VectorStoreIndex
+from llama_index.core.embeddings import MockEmbedding
+from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
+from llama_index.core.llms.callbacks import llm_completion_callback
+
+import groundtrace_llamaindex
+
+DOCUMENTS = [
+    "Плата за проживание в общежитии СПбГУ составляет 1 879 рублей в месяц.",
+    "The dormitory fee at Saint Petersburg State University is 1,879 rubles per month.",
+    "Казань — столица Республики Татарстан.",
+    "Paris is the capital of France.",
+    "Заявление на место в общежитии подают до 1 сентября через личный кабинет.",
+    "Students apply for a dormitory place through their personal account before September 1.",
+]
+ANSWER = "Плата за проживание в общежитии СПбГУ составляет 1 879 рублей в месяц."
+QUESTIONS = ["Сколько стоит общежитие?", "How much is the dormitory?", "Когда подавать заявление?"]
+
+
+class FixedLLM(CustomLLM):
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name="fixed")
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        return CompletionResponse(text=ANSWER)
+
+    @llm_completion_callback()
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any):
+        def tokens():
+            text = ""
+            for word in ANSWER.split(" "):
+                delta = word if not text else " " + word
+                text += delta
+                yield CompletionResponse(text=text, delta=delta)
+
+        return tokens()
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
+
+
+def timed_queries(engine: Any, count: int, streaming: bool) -> list[float]:
+    latencies = []
+    for i in range(count):
+        started = time.perf_counter()
+        response = engine.query(QUESTIONS[i % len(QUESTIONS)])
+        if streaming:
+            "".join(response.response_gen)
+        latencies.append((time.perf_counter() - started) * 1e3)
+    return latencies
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--queries", type=int, default=50, help="queries per setup per round")
+    parser.add_argument("--rounds", type=int, default=40, help="short rounds spread drift evenly")
+    parser.add_argument("--streaming", action="store_true", help="streaming query engine, read to the end")
+    args = parser.parse_args()
+
+    Settings.llm, Settings.embed_model = FixedLLM(), MockEmbedding(embed_dim=8)
+    documents = [Document(text=text) for text in DOCUMENTS]
+    index = VectorStoreIndex.from_documents(documents, embed_model=MockEmbedding(embed_dim=8))
+    engine = index.as_query_engine(llm=FixedLLM(), similarity_top_k=2, streaming=args.streaming)
+    timed_queries(engine, 50, args.streaming)  # warm up imports, caches, the tokenizer
+
+    monitors = {"capture": Monitor(metrics=["lexical"], sample_rate=0.0, flush_at_exit=False),
+                "scored": Monitor(metrics=["lexical"], flush_at_exit=False)}
+    latencies: dict[str, list[float]] = {"baseline": [], "capture": [], "scored": []}
+    for _ in range(args.rounds):
+        for setup in latencies:
+            if setup != "baseline":
+                groundtrace_llamaindex.instrument(monitor=monitors[setup])
+            latencies[setup] += timed_queries(engine, args.queries, args.streaming)
+            groundtrace_llamaindex.uninstrument()
+            if setup != "baseline":
+                monitors[setup].flush(120)  # the backlog is scored before the next setup is timed
+
+    kind = "streaming queries read to the end" if args.streaming else "queries"
+    print(f"{args.rounds} rounds x {args.queries} {kind} per setup; latency per query in ms")
+    print(f"{'setup':<10} {'median':>8} {'p95':>8} {'added median':>13} {'added p95':>10}")
+    base_median, base_p95 = statistics.median(latencies["baseline"]), percentile(latencies["baseline"], 0.95)
+    for setup, values in latencies.items():
+        median, p95 = statistics.median(values), percentile(values, 0.95)
+        print(f"{setup:<10} {median:8.3f} {p95:8.3f} {median - base_median:+13.3f} {p95 - base_p95:+10.3f}")
+    for setup, monitor in monitors.items():
+        stats = monitor.stats
+        print(f"{setup} monitor: submitted {stats.submitted}, scored {stats.scored}, sampled out {stats.sampled_out}, "
+              f"dropped {stats.dropped}, scoring p50 {stats.latency_ms_p50 or 0:.2f} ms")
+        monitor.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,24 @@
+"""groundtrace for LlamaIndex: score every query and chat answer for hallucination, in the background.
+
+    import groundtrace_llamaindex
+    groundtrace_llamaindex.instrument(metrics=["lexical"], sinks=["otel"])
+
+See README.md for what is captured, streaming and chat behaviour, errors and environment variables.
+"""
+
+from groundtrace_llamaindex.exclusion import exclude
+from groundtrace_llamaindex.handlers import GroundtraceEventHandler, GroundtraceSpanHandler
+from groundtrace_llamaindex.instrumentation import instrument, is_instrumented, uninstrument
+from groundtrace_llamaindex.tracker import RootTracker
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "GroundtraceEventHandler",
+    "GroundtraceSpanHandler",
+    "RootTracker",
+    "exclude",
+    "instrument",
+    "is_instrumented",
+    "uninstrument",
+]

@@ -1,0 +1,90 @@
+"""The two handlers LlamaIndex's instrumentation dispatcher calls; both hand everything to a
+RootTracker and swallow any failure of their own (LlamaIndex's dispatcher does too, but a handler
+should not count on it)."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from typing import Any
+
+from llama_index.core.instrumentation.event_handlers import BaseEventHandler
+from llama_index.core.instrumentation.events import BaseEvent
+from llama_index.core.instrumentation.span import BaseSpan
+from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
+from pydantic import Field
+
+from groundtrace_llamaindex.tracker import RootTracker
+
+log = logging.getLogger("groundtrace.llamaindex")
+
+
+
+class GroundtraceSpanHandler(BaseSpanHandler[BaseSpan]):
+    """Tells the tracker where each span starts and how it ends (result, or the error it raised).
+
+    The tracker keeps its own record of open spans, so ``new_span`` returns None and LlamaIndex's
+    ``open_spans`` stays empty: filling it takes the base class's lock, read through a pydantic
+    private attribute, on every span's start and end (~15 µs a span, most of what this handler
+    cost per request before). Dispatcher.shutdown() therefore finds no span of ours to drop; it
+    calls ``close()``, which stops the tracker and forgets every open root.
+    """
+
+    # a field, not a private attribute: pydantic serves those through __getattr__, ~4 µs a call.
+    # None only until __init__ sets it: BaseSpanHandler.__init__ passes on no extra fields.
+    tracker: RootTracker | None = Field(default=None, exclude=True)
+
+    def __init__(self, tracker: RootTracker) -> None:
+        super().__init__()
+        self.tracker = tracker
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "GroundtraceSpanHandler"
+
+    def new_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
+                 parent_span_id: str | None = None, tags: dict[str, Any] | None = None,
+                 **kwargs: Any) -> BaseSpan | None:
+        try:
+            self.tracker.span_started(id_, parent_span_id, bound_args.arguments, tags)
+        except Exception:
+            log.debug("groundtrace: span start %s failed", id_, exc_info=True)
+        return None
+
+    def prepare_to_exit_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
+                             result: Any = None, **kwargs: Any) -> BaseSpan | None:
+        try:
+            self.tracker.span_exited(id_, instance, result)
+        except Exception:
+            log.debug("groundtrace: span exit %s failed", id_, exc_info=True)
+        return None
+
+    def prepare_to_drop_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
+                             err: BaseException | None = None, **kwargs: Any) -> BaseSpan | None:
+        try:
+            self.tracker.span_dropped(id_, instance, err)
+        except Exception:
+            log.debug("groundtrace: span drop %s failed", id_, exc_info=True)
+        return None
+
+    def close(self) -> None:
+        self.tracker.close()
+
+
+class GroundtraceEventHandler(BaseEventHandler):
+    """Passes the events that carry a question, nodes or an answer to the tracker."""
+
+    tracker: RootTracker = Field(exclude=True)
+
+    def __init__(self, tracker: RootTracker) -> None:
+        super().__init__(tracker=tracker)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "GroundtraceEventHandler"
+
+    def handle(self, event: BaseEvent, **kwargs: Any) -> None:
+        try:
+            self.tracker.on_event(event)
+        except Exception:
+            log.debug("groundtrace: event %s failed", type(event).__name__, exc_info=True)

@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+from groundtrace.monitor import Monitor
+from li_support import CollectSink, build_index
+from llama_index.core import Settings
+from llama_index.core.embeddings import MockEmbedding
+from llama_index.core.llms import MockLLM
+
+import groundtrace_llamaindex
+
+_LOOPBACK = {"127.0.0.1", "::1", "localhost"}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def offline() -> Iterator[None]:
+    """No test talks to anything but this machine; LlamaIndex defaults never reach OpenAI."""
+    connect = socket.socket.connect
+
+    def loopback_only(sock: socket.socket, address) -> None:
+        if isinstance(address, tuple) and address[0] not in _LOOPBACK:
+            raise ConnectionRefusedError(f"tests may only connect to 127.0.0.1, not {address[0]}")
+        return connect(sock, address)
+
+    socket.socket.connect = loopback_only
+    Settings.llm = MockLLM(max_tokens=8)
+    Settings.embed_model = MockEmbedding(embed_dim=8)
+    yield
+    socket.socket.connect = connect
+
+
+@pytest.fixture(scope="session")
+def index():
+    return build_index()
+
+
+@pytest.fixture
+def sink() -> CollectSink:
+    return CollectSink()
+
+
+@pytest.fixture
+def monitor(sink: CollectSink) -> Iterator[Monitor]:
+    with Monitor(metrics=["lexical"], sinks=[sink], flush_at_exit=False) as live:
+        yield live
+
+
+@pytest.fixture
+def instrumented(index, monitor: Monitor) -> Iterator[Monitor]:
+    """The index is built first: building it is no request and must not be what a test observes."""
+    groundtrace_llamaindex.instrument(monitor=monitor)
+    yield monitor
+    groundtrace_llamaindex.uninstrument()
+

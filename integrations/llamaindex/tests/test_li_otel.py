@@ -1,0 +1,126 @@
+"""OpenTelemetry, with the real SDK: scores become EVALUATOR children of the request's span, the
+application's own span when one is current, or else the adapter's "groundtrace.request" span."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+trace = pytest.importorskip("opentelemetry.trace")
+from groundtrace.monitor import Monitor  # noqa: E402
+from groundtrace.sinks.otel import OTelSink  # noqa: E402
+from li_support import ANSWER, QUESTION, TOP_K, ScriptedLLM  # noqa: E402
+from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
+from opentelemetry.util._once import Once  # noqa: E402
+
+import groundtrace_llamaindex  # noqa: E402
+
+
+@pytest.fixture
+def exporter() -> InMemorySpanExporter:
+    return InMemorySpanExporter()
+
+
+@pytest.fixture
+def provider(exporter) -> TracerProvider:
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider
+
+
+@pytest.fixture
+def global_provider(provider) -> Iterator[TracerProvider]:
+    """Install ``provider`` as the global one for one test, then put the old globals back (what
+    opentelemetry-test-utils' reset_trace_globals does: the API lets a provider be set only once)."""
+    saved = trace._TRACER_PROVIDER, trace._TRACER_PROVIDER_SET_ONCE
+    trace._TRACER_PROVIDER, trace._TRACER_PROVIDER_SET_ONCE = None, Once()
+    trace.set_tracer_provider(provider)
+    yield provider
+    trace._TRACER_PROVIDER, trace._TRACER_PROVIDER_SET_ONCE = saved
+
+
+@pytest.fixture
+def otel_monitor(index, provider, sink) -> Iterator[Monitor]:
+    with Monitor(metrics=["lexical"], sinks=[OTelSink(tracer_provider=provider), sink], flush_at_exit=False) as monitor:
+        groundtrace_llamaindex.instrument(monitor=monitor)
+        yield monitor
+        groundtrace_llamaindex.uninstrument()
+
+
+def hex_ids(context) -> tuple[str, str]:
+    return format(context.trace_id, "032x"), format(context.span_id, "016x")
+
+
+def assert_evaluation_span(span, parent_context, score) -> None:
+    assert span.context.trace_id == parent_context.trace_id
+    assert span.parent.span_id == parent_context.span_id
+    assert span.attributes["openinference.span.kind"] == "EVALUATOR"
+    assert span.attributes["gen_ai.evaluation.name"] == "lexical"
+    assert span.attributes["gen_ai.evaluation.score.value"] == score.value
+    assert span.attributes["gen_ai.evaluation.score.label"] == "grounded"
+    [event] = span.events
+    assert event.name == "gen_ai.evaluation.result"
+    assert (event.attributes["gen_ai.evaluation.name"], event.attributes["gen_ai.evaluation.score.value"]) == (
+        "lexical", score.value)
+
+
+def test_scores_are_children_of_the_application_request_span(index, provider, exporter, otel_monitor, sink):
+    engine = index.as_query_engine(llm=ScriptedLLM(), similarity_top_k=TOP_K)
+
+    with provider.get_tracer("app").start_as_current_span("request") as request:
+        engine.query(QUESTION)
+    assert otel_monitor.flush(10)
+
+    [(record, [score])] = sink.rows
+    assert (record.trace_id, record.span_id) == hex_ids(request.get_span_context())
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    assert sorted(spans) == ["groundtrace.lexical", "request"]  # no span of the adapter's own
+    assert_evaluation_span(spans["groundtrace.lexical"], request.get_span_context(), score)
+
+
+def test_without_an_application_span_the_adapter_records_its_own_request_span(
+        index, global_provider, exporter, otel_monitor, sink):
+    engine = index.as_query_engine(llm=ScriptedLLM(), similarity_top_k=TOP_K)
+
+    engine.query(QUESTION)
+    assert otel_monitor.flush(10)
+
+    [(record, [score])] = sink.rows
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    assert sorted(spans) == ["groundtrace.lexical", "groundtrace.request"]
+    request = spans["groundtrace.request"]
+    assert request.parent is None
+    assert request.start_time < request.end_time
+    assert dict(request.attributes) == {
+        "openinference.span.kind": "CHAIN",
+        "input.value": QUESTION,
+        "output.value": ANSWER,
+        "groundtrace.llamaindex.root": "RetrieverQueryEngine.query",
+    }
+    assert (record.trace_id, record.span_id) == hex_ids(request.context)
+    assert_evaluation_span(spans["groundtrace.lexical"], request.context, score)
+
+
+def test_a_streaming_request_span_lasts_until_the_stream_is_read(index, global_provider, exporter, otel_monitor, sink):
+    response = index.as_query_engine(llm=ScriptedLLM(), similarity_top_k=TOP_K, streaming=True).query(QUESTION)
+    assert otel_monitor.flush(10)
+    assert exporter.get_finished_spans() == ()  # nothing to attach scores to yet, and no empty span
+
+    assert "".join(response.response_gen) == ANSWER
+    assert otel_monitor.flush(10)
+
+    [record] = sink.records
+    request = next(span for span in exporter.get_finished_spans() if span.name == "groundtrace.request")
+    assert (record.trace_id, record.span_id) == hex_ids(request.context)
+    assert request.attributes["output.value"] == ANSWER
+
+
+def test_a_failed_request_records_no_span(index, global_provider, exporter, otel_monitor):
+    with pytest.raises(RuntimeError):
+        index.as_query_engine(llm=ScriptedLLM(fail="call"), similarity_top_k=TOP_K).query(QUESTION)
+
+    assert otel_monitor.flush(10)
+    assert exporter.get_finished_spans() == ()
