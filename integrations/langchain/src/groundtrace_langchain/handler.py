@@ -1,0 +1,209 @@
+"""GroundtraceCallbackHandler: one groundtrace Record per root run, scored off the request path.
+
+A root run is a chain run (an LCEL chain, a LangGraph graph, any Runnable) whose parent this
+handler has not seen: no parent at all, or a parent outside the handler's reach (a LangSmith
+``@traceable`` function, an outer chain the handler was not attached to). Runs below it report to
+it through the shared collector. Standalone retriever, LLM and tool calls are not RAG answers and
+make no Record.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+from groundtrace.config import shared_monitor
+from groundtrace.monitor import EXCLUDE_KEYS, Monitor, sampled
+from groundtrace.trace_context import current_links
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.documents import Document
+from langchain_core.outputs import LLMResult
+
+from groundtrace_langchain.collector import COLLECTOR, CaptureStats, RootRun
+from groundtrace_langchain.records import NothingToScore, build_record, excluded_record
+from groundtrace_langchain.request_span import end_request_span, root_trace_ids
+
+log = logging.getLogger("groundtrace.langchain")
+_scopes = itertools.count(1)
+_reported: set[tuple[str, str]] = set()
+
+
+def _report_failure(event: str) -> None:
+    """LangChain must never see our failure: count it, log it loudly once per kind, then quietly."""
+    COLLECTOR.count("callback_errors")
+    error = sys.exc_info()[1]
+    kind = (event, type(error).__name__)
+    if kind in _reported:
+        log.debug("groundtrace: %s failed: %r", event, error)
+    else:
+        _reported.add(kind)
+        log.warning("groundtrace: %s failed (scoring of this run is skipped)", event, exc_info=True)
+
+
+class GroundtraceCallbackHandler(BaseCallbackHandler):
+    """Capture each root run's question, retrieved contexts and answer, and submit them to a Monitor.
+
+    ``metrics``/``sinks`` (and any other Monitor option, e.g. ``workers=2``) build a Monitor owned by
+    this handler; ``monitor=`` uses the given one; with neither, the process-wide Monitor configured
+    from ``GROUNDTRACE_*`` is used (created on the first Record). ``answer_key`` names the key of a
+    dict output (a LangGraph state, say) that holds the answer. ``sample_rate`` goes to the owned
+    Monitor, or is applied here (by the same deterministic rule) in front of a given one.
+    """
+
+    # Our callbacks are O(1), thread-safe and never block: run them inline in async chains instead
+    # of paying a thread-pool hop per event.
+    run_inline = True
+    # Events we have no use for are skipped by LangChain before any call (chat-model starts too:
+    # an unimplemented on_chat_model_start would make LangChain render every prompt to text for us).
+    # Not ignore_agent: LangChain files tool events under it, and a tool may run a retriever.
+    ignore_retry = True
+    ignore_custom_event = True
+    ignore_chat_model = True
+
+    def __init__(
+        self,
+        metrics: Sequence[Any] | str | None = None,
+        sinks: Sequence[Any] | str | None = None,
+        monitor: Monitor | None = None,
+        answer_key: str | None = None,
+        sample_rate: float | None = None,
+        **monitor_options: Any,
+    ) -> None:
+        builds_monitor = metrics is not None or sinks is not None or bool(monitor_options)
+        if monitor is not None and builds_monitor:
+            raise ValueError("pass either monitor= or the options to build one (metrics, sinks, ...), not both")
+        if sample_rate is not None and not 0.0 <= sample_rate <= 1.0:
+            raise ValueError(f"sample_rate must lie in [0, 1], got {sample_rate}")
+        if builds_monitor:
+            if sample_rate is not None:
+                monitor_options["sample_rate"] = sample_rate
+            monitor = Monitor(metrics, sinks, **monitor_options)
+        self._monitor = monitor
+        self.owns_monitor = builds_monitor
+        self.answer_key = answer_key
+        self._sample_rate = None if builds_monitor else sample_rate
+        self._scope = next(_scopes)
+
+    @property
+    def monitor(self) -> Monitor:
+        if self._monitor is None:
+            self._monitor = shared_monitor()
+        return self._monitor
+
+    @staticmethod
+    def stats() -> CaptureStats:
+        """Where the root runs of every handler in this process went (see CaptureStats)."""
+        return COLLECTOR.stats()
+
+    def close(self) -> None:
+        """Close the Monitor this handler built (a given or shared one is left to its owner)."""
+        if self.owns_monitor and self._monitor is not None:
+            self._monitor.close()
+
+    # Every callback body runs under `try: ... except Exception: _report_failure(...)`, written out
+    # rather than as a decorator: a wrapper would re-pack LangChain's keyword arguments on every event.
+
+    # ---------------------------------------------------------------------------------- chains
+    def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None,
+                       tags: list[str] | None = None, metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        try:
+            if parent_run_id is None or COLLECTOR.adopt(self._scope, run_id, parent_run_id) is None:
+                self._start_root(run_id, inputs, tags, metadata, kwargs.get("name"))
+        except Exception:
+            _report_failure("on_chain_start")
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
+        try:
+            root = COLLECTOR.pop_root(self._scope, run_id)
+            if root is not None:
+                end_request_span(root.request_span)
+                self._submit(root, outputs, kwargs.get("inputs"))
+        except Exception:
+            _report_failure("on_chain_end")
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None,
+                       **kwargs: Any) -> None:
+        try:
+            root = COLLECTOR.pop_root(self._scope, run_id)
+            if root is not None:
+                end_request_span(root.request_span, error)
+                COLLECTOR.count("failed")
+                log.debug("groundtrace: root run %s (%s) raised %s: nothing is scored", run_id, root.name,
+                          type(error).__name__)
+        except Exception:
+            _report_failure("on_chain_error")
+
+    # ------------------------------------------------------------------------------ retrievers
+    def on_retriever_start(self, serialized: Any, query: str, *, run_id: UUID, parent_run_id: UUID | None = None,
+                           **kwargs: Any) -> None:
+        try:
+            if parent_run_id is not None:
+                COLLECTOR.adopt_retriever(self._scope, run_id, parent_run_id, query)
+        except Exception:
+            _report_failure("on_retriever_start")
+
+    def on_retriever_end(self, documents: Sequence[Document], *, run_id: UUID, parent_run_id: UUID | None = None,
+                         **kwargs: Any) -> None:
+        try:
+            root = COLLECTOR.root_of(self._scope, run_id)
+            if root is not None and run_id.int in root.retrievals:
+                root.retrievals[run_id.int] = documents
+        except Exception:
+            _report_failure("on_retriever_end")
+
+    # ------------------------------------------------------------------------- LLMs and tools
+    def on_llm_start(self, *args: Any, **kwargs: Any) -> None:
+        """Nothing to learn at the start: the answer fallback comes from on_llm_end."""
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, parent_run_id: UUID | None = None,
+                   **kwargs: Any) -> None:
+        try:
+            root = COLLECTOR.root_of(self._scope, parent_run_id)
+            if root is not None:
+                root.llm_response = response
+        except Exception:
+            _report_failure("on_llm_end")
+
+    def on_tool_start(self, serialized: Any, input_str: str, *, run_id: UUID, parent_run_id: UUID | None = None,
+                      **kwargs: Any) -> None:
+        try:
+            # a tool may run a retriever (agentic RAG): its runs must find their root through it
+            if parent_run_id is not None:
+                COLLECTOR.adopt(self._scope, run_id, parent_run_id)
+        except Exception:
+            _report_failure("on_tool_start")
+
+    # ---------------------------------------------------------------------------------- roots
+    def _start_root(self, run_id: UUID, inputs: Any, tags: list[str] | None, metadata: dict[str, Any] | None,
+                    name: str | None) -> None:
+        metadata = metadata or {}
+        excluded = any(metadata.get(key) for key in EXCLUDE_KEYS)
+        ids, span = (None, None) if excluded else root_trace_ids(run_id, name)
+        root = RootRun(
+            run_id=run_id, name=name, inputs=inputs, tags=list(tags or ()), metadata=dict(metadata),
+            excluded=excluded, otel_ids=ids, request_span=span, links={} if excluded else current_links(),
+        )
+        for evicted in COLLECTOR.add_root(self._scope, root):
+            end_request_span(evicted.request_span)
+
+    # ------------------------------------------------------------------------------ submitting
+    def _submit(self, root: RootRun, outputs: Any, end_inputs: Any) -> None:
+        if root.excluded:
+            self.monitor.submit(excluded_record(root))
+            COLLECTOR.count("excluded")
+            return
+        try:
+            record = build_record(root, outputs, end_inputs, self.answer_key)
+        except NothingToScore as reason:
+            COLLECTOR.count("skipped")
+            log.debug("groundtrace: root run %s (%s) %s: no record", root.run_id, root.name, reason)
+            return
+        if self._sample_rate is not None and not sampled(record.trace_id or record.run_id, self._sample_rate):
+            COLLECTOR.count("sampled_out")
+            return
+        self.monitor.submit(record)
+        COLLECTOR.count("recorded")

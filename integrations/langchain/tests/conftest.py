@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+# lc_app.py (the test application) sits beside this file; make it importable however pytest is run
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from groundtrace.monitor import Monitor  # noqa: E402
+from groundtrace_langchain import GroundtraceCallbackHandler, uninstrument  # noqa: E402
+from groundtrace_langchain.collector import COLLECTOR  # noqa: E402
+from lc_app import CollectingSink  # noqa: E402
+
+
+@pytest.fixture
+def sink() -> CollectingSink:
+    return CollectingSink()
+
+
+@pytest.fixture
+def monitor(sink: CollectingSink) -> Iterator[Monitor]:
+    monitor = Monitor(metrics=["lexical"], sinks=[sink], flush_at_exit=False)
+    yield monitor
+    monitor.close()
+
+
+@pytest.fixture
+def handler(monitor: Monitor) -> GroundtraceCallbackHandler:
+    return GroundtraceCallbackHandler(monitor=monitor)
+
+
+@pytest.fixture
+def capture_delta() -> Callable[[], dict[str, int]]:
+    """How the process-wide capture counters moved since the test began."""
+    before = COLLECTOR.stats().as_dict()
+
+    def delta() -> dict[str, int]:
+        after = COLLECTOR.stats().as_dict()
+        return {key: after[key] - before[key] for key in after if key != "in_flight" and after[key] != before[key]}
+
+    return delta
+
+
+@pytest.fixture(autouse=True)
+def nothing_leaks() -> Iterator[None]:
+    """Every test ends with no run state left behind and no global instrumentation."""
+    yield
+    uninstrument()
+    assert COLLECTOR.tracked_runs() == 0
+    assert COLLECTOR.stats().in_flight == 0
+
+
+@pytest.fixture
+def span_exporter():
+    """A real OpenTelemetry SDK provider (not installed globally) exporting to memory."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, exporter
+
+
+@pytest.fixture
+def global_tracer_provider(span_exporter):
+    """The same provider installed as the global one, for this test only."""
+    from opentelemetry import trace
+    from opentelemetry.util._once import Once
+
+    provider, exporter = span_exporter
+    trace.set_tracer_provider(provider)
+    yield provider, exporter
+    provider.shutdown()
+    # The API lets a process set its provider once; undo it as opentelemetry's own test utilities
+    # (opentelemetry.test.globals_test.reset_trace_globals) do, so later tests see no SDK.
+    trace._TRACER_PROVIDER_SET_ONCE = Once()
+    trace._TRACER_PROVIDER = None

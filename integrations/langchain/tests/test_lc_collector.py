@@ -1,0 +1,67 @@
+"""The shared collector on its own: parent map, root lookup, cleanup and the bound on roots in flight."""
+
+from __future__ import annotations
+
+import uuid
+
+from groundtrace_langchain.collector import Collector, RootRun
+
+SCOPE, OTHER_SCOPE = 1, 2
+
+
+def root_run(run_id: uuid.UUID) -> RootRun:
+    return RootRun(run_id=run_id, name="chain", inputs="q", tags=[], metadata={}, excluded=False,
+                   otel_ids=None, request_span=None, links={})
+
+
+def test_descendants_find_their_root_and_leave_with_it():
+    collector = Collector()
+    root_id, child, grandchild, retriever = (uuid.uuid4() for _ in range(4))
+    root = root_run(root_id)
+    collector.add_root(SCOPE, root)
+
+    assert collector.adopt(SCOPE, child, root_id) is root
+    assert collector.adopt(SCOPE, grandchild, child) is root
+    assert collector.adopt_retriever(SCOPE, retriever, grandchild, "first query") is root
+    assert collector.adopt_retriever(SCOPE, uuid.uuid4(), grandchild, "second query") is root
+    assert root.query == "first query" and list(root.retrievals)[0] == retriever.int
+    assert collector.root_of(SCOPE, retriever) is root
+    assert collector.tracked_runs() == 5  # the root, two chains, two retrievers
+
+    assert collector.pop_root(SCOPE, child) is None  # not a root: nothing happens
+    assert collector.pop_root(SCOPE, root_id) is root
+    assert collector.tracked_runs() == 0
+    assert collector.root_of(SCOPE, grandchild) is None
+    assert collector.pop_root(SCOPE, root_id) is None  # a second end is harmless
+
+
+def test_scopes_do_not_see_each_other():
+    collector = Collector()
+    root_id = uuid.uuid4()
+    collector.add_root(SCOPE, root_run(root_id))
+
+    assert collector.adopt(OTHER_SCOPE, uuid.uuid4(), root_id) is None
+    assert collector.pop_root(OTHER_SCOPE, root_id) is None
+    assert collector.pop_root(SCOPE, root_id) is not None
+
+
+def test_an_unknown_parent_adopts_nothing():
+    collector = Collector()
+    assert collector.adopt(SCOPE, uuid.uuid4(), uuid.uuid4()) is None
+    assert collector.root_of(SCOPE, None) is None
+    assert collector.tracked_runs() == 0
+
+
+def test_roots_beyond_the_bound_evict_the_oldest_with_its_runs():
+    collector = Collector(max_roots=2)
+    ids = [uuid.uuid4() for _ in range(3)]
+    roots = [root_run(i) for i in ids]
+    collector.add_root(SCOPE, roots[0])
+    collector.adopt(SCOPE, uuid.uuid4(), ids[0])
+    assert collector.add_root(SCOPE, roots[1]) == []
+
+    assert collector.add_root(SCOPE, roots[2]) == [roots[0]]
+    stats = collector.stats()
+    assert (stats.roots, stats.evicted, stats.in_flight) == (3, 1, 2)
+    assert collector.tracked_runs() == 2
+    assert collector.pop_root(SCOPE, ids[0]) is None

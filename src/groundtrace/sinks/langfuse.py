@@ -1,0 +1,156 @@
+"""Langfuse sink: one score per Score on the request's trace (``record.trace_id``) and, when set,
+its root observation (``record.span_id``): Langfuse v3+ names traces and observations by their
+OpenTelemetry ids.
+
+A numeric Score is sent as ``dataType NUMERIC`` with the reason as comment; an error Score as
+``dataType CATEGORICAL``, value 'error', with the error as comment (never NaN, never a made-up
+number). Label, direction, threshold and the unsupported spans go in the score's metadata.
+
+Why not ``Langfuse().create_score()``: its background consumer only logs a failed delivery, so
+the Monitor could neither count it nor bound it in time, and building a ``Langfuse`` client has
+process-wide side effects (it registers a global OpenTelemetry tracer provider when none is set,
+and clients are singletons per public key). The sink therefore sends each record's scores in one
+synchronous ``POST /api/public/scores`` through the SDK's REST client, the endpoint and body
+``create_score`` would have queued, with a timeout and bounded retries. Each score carries an id
+and a timestamp fixed before the first try, so a retry after a lost answer updates the score
+instead of duplicating it.
+
+Settings: ``LANGFUSE_PUBLIC_KEY``, ``LANGFUSE_SECRET_KEY``, ``LANGFUSE_BASE_URL`` or
+``LANGFUSE_HOST``, ``LANGFUSE_TRACING_ENVIRONMENT``; constructor arguments override them, or pass a
+ready ``langfuse.Langfuse`` (its REST client is used) or ``langfuse.api.LangfuseAPI``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import time
+import uuid
+from typing import Any
+
+from groundtrace.backends import missing_extra
+from groundtrace.record import Record
+from groundtrace.score import Score
+from groundtrace.sinks import Sink, score_label, spans_summary
+
+log = logging.getLogger("groundtrace.sinks.langfuse")
+
+DEFAULT_HOST = "https://cloud.langfuse.com"
+
+
+def score_fields(score: Score) -> dict[str, Any]:
+    """name, value, data_type, comment and metadata of one score (the SDK's field names)."""
+    metadata: dict[str, Any] = {
+        "label": score_label(score),
+        "higher_is_better": score.higher_is_better,
+        "hallucinated": score.hallucinated,
+        "threshold": score.threshold,
+        "unsupported_spans": spans_summary(score),
+        "record_id": score.record_id,
+    }
+    fields: dict[str, Any] = {"name": score.metric, "metadata": {k: v for k, v in metadata.items() if v is not None}}
+    if score.ok:
+        fields.update(value=score.value, data_type="NUMERIC", comment=score.reason or None)
+    else:
+        fields.update(value="error", data_type="CATEGORICAL", comment=score.error or "the metric returned no value")
+    return fields
+
+
+def _retryable(error: Exception, httpx: Any, api_error: type[Exception]) -> bool:
+    # the SDK's own score consumer retries the same: transport errors, 429 and 5xx
+    if isinstance(error, httpx.TransportError):
+        return True
+    if isinstance(error, api_error):
+        status = getattr(error, "status_code", None)
+        return status is None or status == 429 or status >= 500
+    return False
+
+
+class LangfuseSink(Sink):
+    """``timeout_s`` bounds each HTTP request; ``max_attempts`` bounds the tries of one record
+    (429, 5xx and transport errors retried), ``backoff_s`` doubling between them. Nothing is
+    buffered, so ``flush()`` has nothing to do."""
+
+    name = "langfuse"
+
+    def __init__(
+        self,
+        client: Any = None,
+        *,
+        public_key: str | None = None,
+        secret_key: str | None = None,
+        host: str | None = None,
+        environment: str | None = None,
+        timeout_s: float = 10.0,
+        max_attempts: int = 3,
+        backoff_s: float = 0.5,
+    ) -> None:
+        try:
+            import httpx
+            from langfuse.api import LangfuseAPI
+            from langfuse.api.core import ApiError
+            from langfuse.api.scores.types.create_score_batch_results import CreateScoreBatchResults
+            from langfuse.api.scores.types.create_score_request import CreateScoreRequest
+        except ImportError as error:
+            raise missing_extra("langfuse", "the Langfuse sink", error) from None
+        self._httpx, self._api_error = httpx, ApiError
+        self._request_type, self._partial_type = CreateScoreRequest, CreateScoreBatchResults
+        if client is None:
+            client = self._own_client(LangfuseAPI, public_key, secret_key, host, timeout_s)
+        self.api = client if isinstance(client, LangfuseAPI) else client.api
+        self.environment = environment or os.environ.get("LANGFUSE_TRACING_ENVIRONMENT") or None
+        self.timeout_s = timeout_s
+        self.max_attempts = max(1, max_attempts)
+        self.backoff_s = backoff_s
+
+    @staticmethod
+    def _own_client(api_type: Any, public_key: str | None, secret_key: str | None, host: str | None,
+                    timeout_s: float) -> Any:
+        public_key = public_key or os.environ.get("LANGFUSE_PUBLIC_KEY")
+        secret_key = secret_key or os.environ.get("LANGFUSE_SECRET_KEY")
+        if not public_key or not secret_key:
+            raise ValueError("the Langfuse sink needs a public and a secret key: set LANGFUSE_PUBLIC_KEY and "
+                             "LANGFUSE_SECRET_KEY, or pass public_key= and secret_key=")
+        base_url = host or os.environ.get("LANGFUSE_BASE_URL") or os.environ.get("LANGFUSE_HOST") or DEFAULT_HOST
+        from importlib.metadata import version
+
+        return api_type(base_url=base_url.rstrip("/"), username=public_key, password=secret_key,
+                        x_langfuse_sdk_name="python", x_langfuse_sdk_version=version("langfuse"),
+                        x_langfuse_public_key=public_key, timeout=timeout_s)
+
+    def emit(self, record: Record, scores: list[Score]) -> None:
+        if not record.trace_id:
+            log.debug("record %s has no trace id: no Langfuse score sent", record.id)
+            return
+        if not scores:
+            return
+        now = dt.datetime.now(dt.timezone.utc)
+        target = {"trace_id": record.trace_id, "observation_id": record.span_id, "environment": self.environment}
+        batch = [
+            self._request_type(id=uuid.uuid4().hex, timestamp=now,
+                               **{k: v for k, v in {**target, **score_fields(score)}.items() if v is not None})
+            for score in scores
+        ]
+        response = self._send(batch, record.trace_id)
+        if isinstance(response, self._partial_type) and response.rejected:
+            reasons = "; ".join(error.message for error in response.errors)
+            raise RuntimeError(f"Langfuse rejected {response.rejected} of {len(batch)} scores of trace {record.trace_id}: "
+                               f"{reasons}")
+
+    def _send(self, batch: list[Any], trace_id: str) -> Any:
+        options = {"timeout_in_seconds": self.timeout_s, "max_retries": 0}  # one retry loop: this one
+        attempt = 0
+        while True:
+            try:
+                return self.api.scores.create(request=batch, request_options=options)
+            except Exception as error:
+                attempt += 1
+                if attempt >= self.max_attempts or not _retryable(error, self._httpx, self._api_error):
+                    raise RuntimeError(f"Langfuse scores of trace {trace_id} failed: {_describe(error)}") from error
+            time.sleep(self.backoff_s * 2 ** (attempt - 1))
+
+
+def _describe(error: Exception) -> str:
+    status = getattr(error, "status_code", None)
+    return f"{type(error).__name__}" + (f" (HTTP {status})" if status else f": {error}")

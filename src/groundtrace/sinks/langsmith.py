@@ -1,0 +1,143 @@
+"""LangSmith sink: one feedback per Score on the request's root run (``record.run_id``).
+
+Feedback fields: ``key`` = metric, ``score`` = value, ``value`` = label ('grounded',
+'hallucinated', 'unknown'), ``comment`` = reason; direction, verdict, threshold and the
+unsupported spans go in ``extra``. An error Score becomes feedback with ``error=True``,
+``value='error'``, no score, and the error as comment: the failure shows next to the run
+instead of silently missing, and no number is invented.
+
+Settings come from the SDK's environment (``LANGSMITH_API_KEY``, ``LANGSMITH_ENDPOINT``,
+``LANGSMITH_PROJECT``); constructor arguments override them, or pass a ready ``langsmith.Client``.
+Our own client sends feedback synchronously (the Monitor already calls ``emit`` from a worker
+thread), so a failure raises and the Monitor counts it; a ready client that batches in the
+background is drained by ``flush()``.
+
+LangSmith deprecates run-level feedback without ``session_id`` (the project id) and SmithDB-only
+deployments refuse it, so the project id is looked up once per project name: the adapter's
+``record.trace_links['langsmith_project']`` when it captured the tracer's project, else the
+configured project.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from groundtrace.backends import missing_extra
+from groundtrace.record import Record
+from groundtrace.score import Score
+from groundtrace.sinks import Sink, score_label, spans_summary
+
+log = logging.getLogger("groundtrace.sinks.langsmith")
+
+PROJECT_LINK = "langsmith_project"
+
+
+def feedback_fields(score: Score) -> dict[str, Any]:
+    """The create_feedback arguments that describe one Score."""
+    fields: dict[str, Any] = {
+        "key": score.metric,
+        "value": score_label(score),
+        "comment": score.reason or None,
+        "extra": {
+            "higher_is_better": score.higher_is_better,
+            "hallucinated": score.hallucinated,
+            "threshold": score.threshold,
+            "unsupported_spans": spans_summary(score),
+            "record_id": score.record_id,
+        },
+        "feedback_source_type": "model",  # an automatic evaluator, not a person or the app
+        "source_info": {"name": "groundtrace"},
+    }
+    if score.ok:
+        fields["score"] = score.value
+    else:
+        fields.update(value="error", error=True, comment=score.error or "the metric returned no value")
+    return fields
+
+
+def _first_line(error: BaseException) -> str:
+    # The SDK's connection errors carry a masked API key on a later line: keep it out of our logs.
+    return f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+
+
+class LangSmithSink(Sink):
+    """``timeout_s`` bounds each HTTP request, ``max_attempts`` the tries of each feedback (backoff
+    1 s, 2 s, ... between them); both apply to the client built here, not to a ready one."""
+
+    name = "langsmith"
+
+    def __init__(
+        self,
+        client: Any = None,
+        *,
+        api_key: str | None = None,
+        api_url: str | None = None,
+        project_name: str | None = None,
+        timeout_s: float = 10.0,
+        max_attempts: int = 3,
+    ) -> None:
+        try:
+            import langsmith
+            from langsmith import utils as ls_utils
+        except ImportError as error:
+            raise missing_extra("langsmith", "the LangSmith sink", error) from None
+        self._not_found = ls_utils.LangSmithNotFoundError
+        if client is None:
+            client = langsmith.Client(
+                api_url=api_url,
+                api_key=api_key,
+                timeout_ms=int(timeout_s * 1000),
+                # one retry policy, not two stacked: request_with_retries retries connection
+                # errors, 5xx and 404 (the run may not be ingested yet) with backoff
+                retry_config=ls_utils.LangSmithRetry(total=0),
+                auto_batch_tracing=False,
+            )
+        self.client = client
+        self.project_name = project_name or ls_utils.get_tracer_project()
+        self.max_attempts = max(1, max_attempts)
+        self._project_ids: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def emit(self, record: Record, scores: list[Score]) -> None:
+        if not record.run_id:
+            log.debug("record %s has no LangSmith run id: no feedback sent", record.id)
+            return
+        if not scores:
+            return
+        session_id = self._project_id(record.trace_links.get(PROJECT_LINK) or self.project_name)
+        for score in scores:
+            try:
+                self.client.create_feedback(
+                    run_id=record.run_id,
+                    trace_id=record.run_id,  # the root run is the trace
+                    session_id=session_id,
+                    stop_after_attempt=self.max_attempts,
+                    **feedback_fields(score),
+                )
+            except Exception as error:
+                raise RuntimeError(
+                    f"LangSmith feedback '{score.metric}' on run {record.run_id} failed: {_first_line(error)}"
+                ) from error
+
+    def _project_id(self, project_name: str) -> str | None:
+        with self._lock:
+            if project_name in self._project_ids:
+                return self._project_ids[project_name]
+        try:
+            project_id = str(self.client.read_project(project_name=project_name).id)
+        except self._not_found:
+            # not created yet (its first run is still in flight): LangSmith can still find the
+            # run without it on most deployments; look again next time
+            log.debug("LangSmith project %r not found; sending feedback without session_id", project_name)
+            return None
+        except Exception as error:
+            raise RuntimeError(f"LangSmith project {project_name!r} lookup failed: {_first_line(error)}") from error
+        with self._lock:
+            self._project_ids[project_name] = project_id
+        return project_id
+
+    def flush(self, timeout_s: float = 30.0) -> None:
+        # a ready client may batch feedback in its background queue
+        self.client.flush(timeout=timeout_s)

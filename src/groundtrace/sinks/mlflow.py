@@ -1,0 +1,153 @@
+"""MLflow sink: one Feedback assessment per Score on the request's MLflow trace.
+
+Finding the trace: MLflow trace ids ('tr-...') are not OpenTelemetry ids, so importing this
+module registers a link provider, ``trace_context.register_link_provider('mlflow', ...)``, that
+returns ``mlflow.get_active_trace_id()`` while a request runs, only if the application has
+imported mlflow itself. Adapters call ``trace_context.current_links()`` when the root run starts
+AND when it ends and merge both into ``record.trace_links``: whether MLflow's LangChain callback
+(``mlflow.langchain.autolog()``) has opened its span depends on callback order. Measured with
+mlflow 3.17.2 and langchain-core 1.7.2: a handler passed in the call's config sees no active
+MLflow trace at root start and sees it at root end. ``mlflow.get_last_active_trace_id()`` is
+not used: it is set only after the trace ends, and it is process-wide, so under concurrency it
+could name another request's trace.
+
+Delivery: ``mlflow.log_feedback(trace_id, name=metric, value, rationale=reason,
+source=CODE/groundtrace, metadata)``, to wherever the application's MLflow writes
+(``MLFLOW_TRACKING_URI`` or ``mlflow.set_tracking_uri``): an assessment must go to the store that
+holds the trace, so there is deliberately no separate URI here. Traces are exported
+asynchronously, so a trace that is not found yet triggers ``mlflow.flush_trace_async_logging()``
+and a bounded retry with backoff; still missing after that, the sink raises. An error Score
+becomes a Feedback with MLflow's own ``error`` field (no value, never NaN).
+
+MLflow's HTTP client retries for minutes by its own settings, so each record runs under a
+deadline (``timeout_s``); past it the call is abandoned in a daemon thread and TimeoutError
+is raised.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from groundtrace import trace_context
+from groundtrace.backends import missing_extra
+from groundtrace.record import Record
+from groundtrace.score import Score
+from groundtrace.sinks import Sink, score_label, spans_summary
+
+log = logging.getLogger("groundtrace.sinks.mlflow")
+
+LINK = "mlflow"
+SOURCE_ID = "groundtrace"
+ERROR_CODE = "GROUNDTRACE_METRIC_ERROR"
+T = TypeVar("T")
+
+
+def active_mlflow_trace_id() -> str | None:
+    """The MLflow trace of the current request, if the application traces with MLflow."""
+    mlflow = sys.modules.get("mlflow")  # never import it here: that would cost seconds per app
+    get_active = getattr(mlflow, "get_active_trace_id", None)
+    return get_active() if get_active is not None else None
+
+
+trace_context.register_link_provider(LINK, active_mlflow_trace_id)
+
+
+def feedback_metadata(score: Score) -> dict[str, str]:
+    # MLflow stores assessment metadata as strings
+    metadata = {
+        "label": score_label(score),
+        "higher_is_better": str(score.higher_is_better).lower(),
+        "unsupported_spans": json.dumps(spans_summary(score), ensure_ascii=False),
+    }
+    if score.hallucinated is not None:
+        metadata["hallucinated"] = str(score.hallucinated).lower()
+    if score.threshold is not None:
+        metadata["threshold"] = repr(score.threshold)
+    if score.record_id:
+        metadata["record_id"] = score.record_id
+    return metadata
+
+
+def run_with_deadline(call: Callable[[], T], timeout_s: float, what: str) -> T:
+    """``call()`` in a daemon thread; TimeoutError if it has not returned after ``timeout_s``."""
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as error:  # handed to the caller below
+            outcome["error"] = error
+
+    thread = threading.Thread(target=target, name="groundtrace-mlflow-sink", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+        raise TimeoutError(f"{what} did not finish within {timeout_s:g} s (timeout_s); the call was abandoned")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+class MLflowSink(Sink):
+    """``timeout_s`` bounds the delivery of one record's Scores, retries included; ``max_attempts``
+    bounds the looks for a trace not exported yet, ``backoff_s`` doubling between them."""
+
+    name = "mlflow"
+
+    def __init__(self, *, timeout_s: float = 30.0, max_attempts: int = 4, backoff_s: float = 0.5) -> None:
+        try:
+            import mlflow
+            from mlflow.entities import AssessmentError, AssessmentSource
+            from mlflow.exceptions import MlflowException
+        except ImportError as error:
+            raise missing_extra("mlflow", "the MLflow sink", error) from None
+        self._mlflow = mlflow
+        self._error_type = AssessmentError
+        self._source = AssessmentSource(source_type="CODE", source_id=SOURCE_ID)
+        self._mlflow_exception = MlflowException
+        self.timeout_s = timeout_s
+        self.max_attempts = max(1, max_attempts)
+        self.backoff_s = backoff_s
+
+    def emit(self, record: Record, scores: list[Score]) -> None:
+        trace_id = record.trace_links.get(LINK)
+        if not trace_id:
+            log.debug("record %s has no MLflow trace id: no feedback logged", record.id)
+            return
+        run_with_deadline(lambda: self._log_all(trace_id, scores), self.timeout_s, f"MLflow feedback on trace {trace_id}")
+
+    def _log_all(self, trace_id: str, scores: list[Score]) -> None:
+        pending = list(scores)
+        for attempt in range(self.max_attempts):
+            try:
+                while pending:
+                    self._log(trace_id, pending[0])
+                    pending.pop(0)
+                return
+            except self._mlflow_exception as error:
+                if error.error_code != "RESOURCE_DOES_NOT_EXIST":
+                    raise RuntimeError(f"MLflow feedback on trace {trace_id} failed: {error}") from error
+                if attempt + 1 == self.max_attempts:
+                    raise RuntimeError(
+                        f"MLflow has no trace {trace_id} after {self.max_attempts} attempts: does the tracking URI "
+                        "(MLFLOW_TRACKING_URI or mlflow.set_tracking_uri) name the store the application traces to?"
+                    ) from error
+            # the trace is still in MLflow's async export queue: push it out, then look again
+            self._mlflow.flush_trace_async_logging()
+            time.sleep(self.backoff_s * 2**attempt)
+
+    def _log(self, trace_id: str, score: Score) -> None:
+        if score.ok:
+            outcome: dict[str, Any] = {"value": score.value, "rationale": score.reason or None}
+        else:
+            message = score.error or "the metric returned no value"
+            outcome = {"error": self._error_type(error_code=ERROR_CODE, error_message=message),
+                       "rationale": score.reason or None}
+        self._mlflow.log_feedback(trace_id=trace_id, name=score.metric, source=self._source,
+                                  metadata=feedback_metadata(score), **outcome)

@@ -1,0 +1,115 @@
+"""Phoenix sink: one span annotation per Score on the request's root span (``record.span_id``).
+
+Each annotation: name = metric, annotator_kind CODE, result = {label, score, explanation};
+direction, verdict, threshold and the unsupported spans go in its metadata. An error Score is
+annotated with label 'error', no score, and the error as explanation. All Scores of a record
+travel in one request, made with ``sync=True`` so that Phoenix says whether it found the span.
+
+Phoenix answers 404 until the span has been ingested (the application's exporter sends spans
+in batches), so a 404 is retried with backoff, a bounded number of times, as are transport errors.
+
+Settings: the phoenix client's own environment (``PHOENIX_ENDPOINT``, ``PHOENIX_COLLECTOR_ENDPOINT``
+with any ``/v1/traces`` stripped, ``PHOENIX_API_KEY``, ``PHOENIX_CLIENT_HEADERS``); constructor
+arguments override them, or pass a ready ``phoenix.client.Client``. Only the light
+``arize-phoenix-client`` distribution is needed, not the Phoenix server.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from groundtrace.backends import missing_extra
+from groundtrace.record import Record
+from groundtrace.score import Score
+from groundtrace.sinks import Sink, score_label, spans_summary
+
+log = logging.getLogger("groundtrace.sinks.phoenix")
+
+
+def span_annotation(span_id: str, score: Score) -> dict[str, Any]:
+    """One score as the phoenix client's SpanAnnotationData."""
+    result: dict[str, Any] = {"label": score_label(score)}
+    if score.ok:
+        result["score"] = score.value
+        if score.reason:
+            result["explanation"] = score.reason
+    else:
+        result["explanation"] = score.error or "the metric returned no value"
+    metadata: dict[str, Any] = {
+        "higher_is_better": score.higher_is_better,
+        "hallucinated": score.hallucinated,
+        "threshold": score.threshold,
+        "unsupported_spans": spans_summary(score),
+        "record_id": score.record_id,
+    }
+    return {"span_id": span_id, "name": score.metric, "annotator_kind": "CODE", "result": result,
+            "metadata": {key: value for key, value in metadata.items() if value is not None}}
+
+
+class PhoenixSink(Sink):
+    """``timeout_s`` bounds each HTTP request of the client built here; ``max_attempts`` bounds the
+    tries of one record (404, 429, 5xx and transport errors retried), ``backoff_s`` doubling."""
+
+    name = "phoenix"
+
+    def __init__(
+        self,
+        client: Any = None,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 10.0,
+        max_attempts: int = 5,
+        backoff_s: float = 0.5,
+    ) -> None:
+        try:
+            import httpx
+            from phoenix.client import Client
+        except ImportError as error:
+            raise missing_extra("phoenix", "the Phoenix sink", error) from None
+        self._httpx = httpx
+        if client is None:
+            from phoenix.client.utils.config import get_base_url, get_env_client_headers
+
+            headers = get_env_client_headers()
+            if api_key:
+                headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+                headers["Authorization"] = f"Bearer {api_key}"
+            # our own httpx client: the phoenix client's default waits up to 30 s per read
+            http = httpx.Client(base_url=base_url or get_base_url(), headers=headers, timeout=timeout_s)
+            client = Client(http_client=http)
+        self.client = client
+        self.max_attempts = max(1, max_attempts)
+        self.backoff_s = backoff_s
+
+    def emit(self, record: Record, scores: list[Score]) -> None:
+        if not record.span_id:
+            log.debug("record %s has no span id: no Phoenix annotation sent", record.id)
+            return
+        if not scores:
+            return
+        annotations = [span_annotation(record.span_id, score) for score in scores]
+        httpx = self._httpx
+        for attempt in range(self.max_attempts):
+            last = attempt + 1 == self.max_attempts
+            try:
+                self.client.spans.log_span_annotations(span_annotations=annotations, sync=True)
+                return
+            except httpx.HTTPStatusError as error:
+                status = error.response.status_code
+                if last or not (status in (404, 429) or status >= 500):
+                    raise RuntimeError(self._refusal(record.span_id, status)) from error
+            except httpx.TransportError as error:
+                if last:
+                    raise RuntimeError(
+                        f"Phoenix annotations of span {record.span_id} failed: {type(error).__name__}: {error}"
+                    ) from error
+            time.sleep(self.backoff_s * 2**attempt)
+
+    def _refusal(self, span_id: str, status: int) -> str:
+        if status == 404:
+            return (f"Phoenix has no span {span_id} after {self.max_attempts} attempts: not ingested yet, "
+                    "or the endpoint is not the Phoenix the application exports its spans to")
+        return f"Phoenix refused the annotations of span {span_id}: HTTP {status}"

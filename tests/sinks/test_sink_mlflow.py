@@ -1,0 +1,165 @@
+"""MLflow sink: real traces in a real tracking store (sqlite in a temp folder), read back."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+mlflow = pytest.importorskip("mlflow")
+
+from groundtrace import trace_context  # noqa: E402
+from groundtrace.backends import MissingExtraError  # noqa: E402
+from groundtrace.sinks import sink_class  # noqa: E402
+from groundtrace.sinks.mlflow import MLflowSink, active_mlflow_trace_id  # noqa: E402
+
+
+@pytest.fixture(scope="module", autouse=True)
+def sqlite_store(tmp_path_factory) -> Iterator[str]:
+    """One store for the module: creating MLflow's tables takes seconds."""
+    previous = mlflow.get_tracking_uri()
+    folder = tmp_path_factory.mktemp("mlflow")
+    uri = f"sqlite:///{folder}/mlflow.db"
+    mlflow.set_tracking_uri(uri)
+    # trace data are artifacts, by default under ./mlruns of the working directory: keep them in tmp
+    mlflow.set_experiment(experiment_id=mlflow.create_experiment("groundtrace-sinks", (folder / "artifacts").as_uri()))
+    yield uri
+    mlflow.set_tracking_uri(previous)
+
+
+@pytest.fixture
+def tracking_uri() -> Iterator:
+    """Point MLflow somewhere else for one test, then back at the module's store."""
+    previous = mlflow.get_tracking_uri()
+    yield mlflow.set_tracking_uri
+    mlflow.set_tracking_uri(previous)
+
+
+@mlflow.trace
+def answer_question(question: str) -> dict[str, str]:
+    # what the adapter does while the request is live
+    return trace_context.current_links()
+
+
+def assessments(trace_id: str) -> dict[str, dict]:
+    found = mlflow.get_trace(trace_id).info.assessments
+    return {a.name: a.to_dictionary() for a in found}
+
+
+def without_ids_and_times(assessment: dict) -> dict:
+    return {k: v for k, v in assessment.items() if k not in ("assessment_id", "create_time", "last_update_time")}
+
+
+def test_the_link_provider_reads_only_an_mlflow_the_app_imported(monkeypatch) -> None:
+    assert trace_context.current_links().get("mlflow") is None  # no request is live
+    links = answer_question("q")
+    assert links["mlflow"].startswith("tr-")
+    monkeypatch.delitem(sys.modules, "mlflow")
+    assert active_mlflow_trace_id() is None
+
+
+def test_feedback_and_error_land_on_the_trace(record, grounded, failed) -> None:
+    record.trace_links = answer_question("Where is the Eiffel Tower?")
+    trace_id = record.trace_links["mlflow"]
+    # emitted at once: the trace may still be in MLflow's async export queue
+    sink_class("mlflow")().emit(record, [grounded, failed])
+
+    found = assessments(trace_id)
+    assert without_ids_and_times(found["facts"]) == {
+        "assessment_name": "facts",
+        "trace_id": trace_id,
+        "source": {"source_type": "CODE", "source_id": "groundtrace"},
+        "feedback": {"value": 0.75},
+        "rationale": "3 of 4 claims supported",
+        "metadata": {
+            "label": "grounded", "higher_is_better": "true", "hallucinated": "false", "threshold": "0.5",
+            "record_id": "r1",
+            "unsupported_spans": json.dumps(
+                [{"start": 17, "end": 30, "text": "built in 1850", "label": "unsupported", "score": 0.9}]),
+        },
+        "valid": True,
+    }
+    assert without_ids_and_times(found["judge"]) == {
+        "assessment_name": "judge",
+        "trace_id": trace_id,
+        "source": {"source_type": "CODE", "source_id": "groundtrace"},
+        "feedback": {"value": None,
+                     "error": {"error_code": "GROUNDTRACE_METRIC_ERROR", "error_message": "timed out after 30 s"}},
+        "metadata": {"label": "error", "higher_is_better": "true", "unsupported_spans": "[]", "record_id": "r1"},
+        "valid": True,
+    }
+
+
+def test_a_langchain_chain_under_autolog_is_found_at_root_start_or_end(record, grounded) -> None:
+    pytest.importorskip("langchain_core")
+    from langchain_core.callbacks import BaseCallbackHandler
+    from langchain_core.runnables import RunnableLambda
+
+    class AdapterLikeHandler(BaseCallbackHandler):
+        """Captures links as the groundtrace adapter does: at root start and again at root end."""
+
+        links: dict[str, str] = {}
+
+        def on_chain_start(self, serialized, inputs, *, run_id, parent_run_id=None, **kwargs) -> None:
+            if parent_run_id is None:
+                self.links = {**trace_context.current_links(), **self.links}
+
+        def on_chain_end(self, outputs, *, run_id, parent_run_id=None, **kwargs) -> None:
+            if parent_run_id is None:
+                self.links = {**trace_context.current_links(), **self.links}
+
+    mlflow.langchain.autolog()
+    try:
+        handler = AdapterLikeHandler()
+        chain = RunnableLambda(lambda q: q.upper()) | RunnableLambda(lambda q: f"answer to {q}")
+        chain.invoke("where?", config={"callbacks": [handler]})
+    finally:
+        mlflow.langchain.autolog(disable=True)
+
+    record.trace_links = handler.links
+    assert handler.links["mlflow"] == mlflow.get_last_active_trace_id()
+    MLflowSink().emit(record, [grounded])
+    assert assessments(handler.links["mlflow"])["facts"]["feedback"] == {"value": 0.75}
+
+
+def test_a_record_without_an_mlflow_trace_is_skipped(record, grounded) -> None:
+    MLflowSink(timeout_s=1).emit(record, [grounded])  # no trace_links['mlflow']: nothing to do
+
+
+def test_an_unknown_trace_raises_a_clear_error_after_bounded_retries(record, grounded) -> None:
+    record.trace_links = {"mlflow": "tr-00000000000000000000000000000000"}
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="MLflow has no trace tr-0+ after 2 attempts"):
+        MLflowSink(max_attempts=2, backoff_s=0.05).emit(record, [grounded])
+    assert time.monotonic() - started < 10
+
+
+def test_a_down_tracking_server_raises_quickly(refused_url, tracking_uri, monkeypatch, record, grounded) -> None:
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")
+    tracking_uri(refused_url)
+    record.trace_links = {"mlflow": "tr-4bf92f3577b34da6a3ce929d0e0e4736"}
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="MLflow feedback on trace tr-4bf9.* failed: .*(Connection refused|Max retries)"):
+        MLflowSink(timeout_s=5).emit(record, [grounded])
+    assert time.monotonic() - started < 5
+
+
+def test_a_slow_tracking_server_hits_the_deadline(loopback, tracking_uri, monkeypatch, record, grounded) -> None:
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # keeps the abandoned call short-lived
+    server = loopback(lambda request: (200, {}, 10))
+    tracking_uri(server.url)
+    record.trace_links = {"mlflow": "tr-4bf92f3577b34da6a3ce929d0e0e4736"}
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match="MLflow feedback on trace tr-4bf9.* did not finish within 1 s"):
+        MLflowSink(timeout_s=1).emit(record, [grounded])
+    assert time.monotonic() - started < 1.5
+    assert server.requests and server.requests[0].path.startswith("/api/")
+
+
+def test_a_missing_sdk_names_the_extra_to_install(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "mlflow", None)  # makes the import fail
+    with pytest.raises(MissingExtraError, match=r"pip install 'groundtrace\[mlflow\]'"):
+        MLflowSink()

@@ -1,0 +1,192 @@
+"""Phoenix sink: a real ``phoenix serve`` on loopback (a span sent over OTLP, annotated, read back),
+and a loopback server for the exact wire payload, the retries and the failures."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("phoenix.client")
+
+from groundtrace.backends import MissingExtraError  # noqa: E402
+from groundtrace.sinks import sink_class  # noqa: E402
+from groundtrace.sinks.phoenix import PhoenixSink  # noqa: E402
+
+PROJECT = "groundtrace-sink-test"
+API_KEY = "phx-test-secret-0123456789"
+ACCEPTED = (200, {"data": [{"id": "U3BhbkFubm90YXRpb246MQ=="}]})
+FACTS = {
+    "span_id": "00f067aa0ba902b7",
+    "name": "facts",
+    "annotator_kind": "CODE",
+    "result": {"label": "grounded", "score": 0.75, "explanation": "3 of 4 claims supported"},
+    "metadata": {
+        "higher_is_better": True, "hallucinated": False, "threshold": 0.5, "record_id": "r1",
+        "unsupported_spans": [{"start": 17, "end": 30, "text": "built in 1850", "label": "unsupported", "score": 0.9}],
+    },
+}
+JUDGE = {
+    "span_id": "00f067aa0ba902b7",
+    "name": "judge",
+    "annotator_kind": "CODE",
+    "result": {"label": "error", "explanation": "timed out after 30 s"},
+    "metadata": {"higher_is_better": True, "unsupported_spans": [], "record_id": "r1"},
+}
+
+
+def sink_for(url: str, **options) -> PhoenixSink:
+    return PhoenixSink(base_url=url, **options)
+
+
+# ------------------------------------------------------------------------------ wire level
+def test_all_scores_go_in_one_synchronous_request(loopback, record, grounded, failed) -> None:
+    server = loopback(lambda request: ACCEPTED)
+    sink_for(server.url).emit(record, [grounded, failed])
+
+    (request,) = server.requests
+    assert (request.method, request.path, request.query) == ("POST", "/v1/span_annotations", {"sync": ["true"]})
+    assert request.json == {"data": [FACTS, JUDGE]}
+
+
+def test_settings_come_from_the_environment(loopback, monkeypatch, record, grounded) -> None:
+    server = loopback(lambda request: ACCEPTED)
+    for name in ("PHOENIX_ENDPOINT", "PHOENIX_BASE_URL", "PHOENIX_HOST", "PHOENIX_PORT", "PHOENIX_CLIENT_HEADERS",
+                 "OTEL_EXPORTER_OTLP_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PHOENIX_COLLECTOR_ENDPOINT", f"{server.url}/v1/traces")
+    monkeypatch.setenv("PHOENIX_API_KEY", API_KEY)
+
+    sink_class("phoenix")().emit(record, [grounded])
+
+    (request,) = server.requests
+    assert request.path == "/v1/span_annotations"
+    assert request.headers["authorization"] == f"Bearer {API_KEY}"
+
+
+def test_a_span_not_yet_ingested_is_retried(loopback, record, grounded) -> None:
+    replies = iter([(404, {"detail": "span not found"})] * 2)
+    server = loopback(lambda request: next(replies, ACCEPTED))
+    sink_for(server.url, backoff_s=0.01).emit(record, [grounded])
+    assert [r.json for r in server.requests] == [{"data": [FACTS]}] * 3
+
+
+def test_a_span_never_ingested_raises_after_bounded_attempts(loopback, record, grounded) -> None:
+    server = loopback(lambda request: (404, {"detail": "span not found"}))
+    with pytest.raises(RuntimeError, match="Phoenix has no span 00f067aa0ba902b7 after 3 attempts"):
+        sink_for(server.url, max_attempts=3, backoff_s=0.01).emit(record, [grounded])
+    assert len(server.requests) == 3
+
+
+def test_a_rejected_request_is_not_retried(loopback, record, grounded) -> None:
+    server = loopback(lambda request: (422, {"detail": "invalid annotation"}))
+    with pytest.raises(RuntimeError, match="HTTP 422"):
+        sink_for(server.url, backoff_s=0.01).emit(record, [grounded])
+    assert len(server.requests) == 1
+
+
+def test_a_record_without_span_id_is_skipped(loopback, record, grounded) -> None:
+    server = loopback(lambda request: ACCEPTED)
+    record.span_id = None
+    sink_for(server.url).emit(record, [grounded])
+    assert server.requests == []
+
+
+def test_a_down_server_raises_quickly(refused_url, record, grounded) -> None:
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="Phoenix annotations of span 00f067aa0ba902b7 failed: ConnectError"):
+        sink_for(refused_url, max_attempts=2, backoff_s=0.05).emit(record, [grounded])
+    assert time.monotonic() - started < 2.0
+
+
+def test_a_slow_server_times_out_within_the_bound(loopback, record, grounded) -> None:
+    server = loopback(lambda request: (*ACCEPTED, 10))
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="ReadTimeout"):
+        sink_for(server.url, timeout_s=0.3, max_attempts=2, backoff_s=0.05).emit(record, [grounded])
+    assert time.monotonic() - started < 0.3 * 2 + 0.05 + 1.0
+    assert len(server.requests) == 2
+
+
+def test_a_missing_sdk_names_the_extra_to_install(monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "phoenix.client", None)  # makes the import fail
+    with pytest.raises(MissingExtraError, match=r"pip install 'groundtrace\[phoenix\]'"):
+        PhoenixSink(base_url="http://127.0.0.1:9")
+
+
+# ------------------------------------------------------------------------------ a live Phoenix
+@pytest.fixture(scope="module")
+def phoenix_url(tmp_path_factory, free_port) -> Iterator[str]:
+    """``phoenix serve`` on free loopback ports with a temp working dir; stopped after the module."""
+    pytest.importorskip("phoenix.server.main", reason="the Phoenix server (arize-phoenix) is not installed")
+    workdir = tmp_path_factory.mktemp("phoenix")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PHOENIX_", "OTEL_"))}
+    env.update(PHOENIX_WORKING_DIR=str(workdir), PHOENIX_HOST="127.0.0.1", PHOENIX_PORT=str(port),
+               PHOENIX_GRPC_PORT=str(free_port()), PHOENIX_TELEMETRY_ENABLED="false")
+    log_path = workdir / "server.log"
+    with open(log_path, "wb") as log:
+        server = subprocess.Popen([sys.executable, "-c", "from phoenix.server.main import main; main()", "serve"],
+                                  env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_healthy(url, server, log_path, limit_s=120)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=5)
+
+
+def wait_until_healthy(url: str, server: subprocess.Popen, log_path: Path, limit_s: float) -> None:
+    import httpx
+
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            pytest.fail(f"phoenix serve exited with {server.returncode}:\n{log_path.read_text()[-2000:]}")
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.25)
+    pytest.fail(f"phoenix serve was not healthy after {limit_s:g} s:\n{log_path.read_text()[-2000:]}")
+
+
+def export_span(url: str) -> tuple[str, str]:
+    """One root span sent over OTLP/HTTP as an instrumented app would; its (trace id, span id)."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    provider = TracerProvider(resource=Resource.create({"openinference.project.name": PROJECT}))
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{url}/v1/traces", timeout=10)))
+    with provider.get_tracer("rag-app").start_as_current_span("rag.answer") as span:
+        context = span.get_span_context()
+    provider.shutdown()
+    return format(context.trace_id, "032x"), format(context.span_id, "016x")
+
+
+def test_annotations_land_on_a_span_exported_to_a_live_phoenix(phoenix_url, record, grounded, failed) -> None:
+    pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
+    from phoenix.client import Client
+
+    record.trace_id, record.span_id = export_span(phoenix_url)
+    # emitted at once: Phoenix answers 404 until it has ingested the span, and the sink retries
+    sink_for(phoenix_url, backoff_s=0.25, max_attempts=8).emit(record, [grounded, failed])
+
+    found = Client(base_url=phoenix_url).spans.get_span_annotations(span_ids=[record.span_id], project_identifier=PROJECT)
+    by_name = {a["name"]: {k: a[k] for k in ("span_id", "name", "annotator_kind", "result", "metadata")} for a in found}
+    expected_judge = {**JUDGE, "result": {**JUDGE["result"], "score": None}}
+    assert by_name == {"facts": {**FACTS, "span_id": record.span_id}, "judge": {**expected_judge, "span_id": record.span_id}}
+
