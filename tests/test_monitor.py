@@ -222,7 +222,8 @@ def test_invalid_settings_are_refused():
 
 def test_closing_before_the_queue_drains_counts_the_rest_as_dropped():
     gate = threading.Event()
-    monitor = Monitor([Gate(gate)], [], queue_size=50, flush_at_exit=False)
+    # batch_size=1: the worker holds one record, the other 29 wait in the queue
+    monitor = Monitor([Gate(gate)], [], queue_size=50, batch_size=1, flush_at_exit=False)
     for i in range(30):
         monitor.submit(record(i))
     threading.Timer(0.5, gate.set).start()

@@ -9,6 +9,7 @@ without touching code.
     GROUNDTRACE_WORKERS          background scoring threads (default 1)
     GROUNDTRACE_METRIC_TIMEOUT_S seconds one metric may take on one record (default 30)
     GROUNDTRACE_OPTIONS          metric options as JSON, e.g. {"facts": {"mode": "seed"}}
+    GROUNDTRACE_ISOLATION        auto (default), process or thread: where the metrics run (see Monitor)
 Each sink reads its own settings (GROUNDTRACE_JSONL_PATH, LANGSMITH_API_KEY, ...): see its module.
 """
 
@@ -42,6 +43,7 @@ class Settings:
     workers: int = 1
     metric_timeout_s: float = 30.0
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    isolation: str = "auto"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -71,6 +73,7 @@ class Settings:
             workers=number("GROUNDTRACE_WORKERS", defaults.workers, int),
             metric_timeout_s=number("GROUNDTRACE_METRIC_TIMEOUT_S", defaults.metric_timeout_s, float),
             options=parsed_options,
+            isolation=env.get("GROUNDTRACE_ISOLATION", "").strip() or defaults.isolation,
         )
 
     def monitor(self, **overrides: Any):
@@ -78,7 +81,7 @@ class Settings:
 
         arguments = dict(metrics=self.metrics, sinks=self.sinks, sample_rate=self.sample_rate,
                          queue_size=self.queue_size, workers=self.workers,
-                         metric_timeout_s=self.metric_timeout_s, options=self.options)
+                         metric_timeout_s=self.metric_timeout_s, options=self.options, isolation=self.isolation)
         arguments.update(overrides)
         return Monitor(**arguments)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import hashlib
 import logging
+import os
 import queue
 import threading
 import time
@@ -23,6 +24,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from groundtrace.engine import build_metrics
+from groundtrace.scoring_process import ScoringProcess
 from groundtrace.metrics import Metric
 from groundtrace.record import Record
 from groundtrace.score import Score
@@ -32,6 +34,17 @@ log = logging.getLogger("groundtrace.monitor")
 # Metadata keys that keep a record out of scoring (set per call, e.g. in a chain's run metadata).
 EXCLUDE_KEYS = ("groundtrace_exclude", "groundtrace.exclude")
 _STOP = object()
+
+
+def _isolation(requested: str, metrics: Any) -> str:
+    if requested not in ("auto", "process", "thread"):
+        raise ValueError(f"isolation must be 'auto', 'process' or 'thread', got {requested!r}")
+    names_only = metrics is None or isinstance(metrics, str) or all(isinstance(m, str) for m in metrics)
+    if requested == "process" and not names_only:
+        raise ValueError("isolation='process' needs metrics given by name (instances cannot move to another process)")
+    if requested == "auto":
+        return "process" if names_only and os.name == "posix" else "thread"
+    return requested
 
 
 def sampled(key: str, rate: float) -> bool:
@@ -72,8 +85,13 @@ class Monitor:
     ``emit(record, scores)`` (see groundtrace.sinks), or names. ``sample_rate`` in [0, 1] decides
     per trace. ``queue_size`` bounds memory; beyond it records are dropped and counted.
     ``metric_timeout_s`` bounds each metric on each record: a metric that hangs yields an error
-    Score and its thread is abandoned (Python cannot kill a thread), so at most
-    ``workers * len(metrics)`` hung calls can pile up before new ones fail fast.
+    Score.
+
+    ``isolation``: "process" scores in one child process per worker, so the metrics' CPU never
+    competes with the application for its GIL (a hung metric's process is killed and restarted);
+    "thread" scores in this process (a hung metric's thread is abandoned, since Python cannot kill
+    a thread). "auto" (default) takes "process" when every metric is given by name on a POSIX
+    system, "thread" otherwise (metric instances cannot be rebuilt in another process).
     """
 
     def __init__(
@@ -86,6 +104,9 @@ class Monitor:
         workers: int = 1,
         metric_timeout_s: float = 30.0,
         options: Mapping[str, Mapping[str, Any]] | None = None,
+        isolation: str = "auto",
+        linger_s: float = 0.02,
+        batch_size: int = 64,
         flush_at_exit: bool = True,
     ) -> None:
         from groundtrace.sinks import build_sinks
@@ -94,8 +115,12 @@ class Monitor:
             raise ValueError(f"sample_rate must lie in [0, 1], got {sample_rate}")
         self.metrics = build_metrics(metrics, options)
         self.sinks = build_sinks(sinks)
+        self.isolation = _isolation(isolation, metrics)
+        specs = [(m.name, (options or {}).get(m.name, {})) for m in self.metrics]
         self.sample_rate = sample_rate
         self.metric_timeout_s = metric_timeout_s
+        self.linger_s = linger_s
+        self.batch_size = max(1, batch_size)
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=queue_size)
         self._lock = threading.Lock()
         self._stats = MonitorStats()
@@ -105,8 +130,10 @@ class Monitor:
         self._closed = False
         slots = max(1, workers) * max(1, len(self.metrics)) * 2
         self._metric_pool = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="groundtrace-metric")
+        self._scorers = [ScoringProcess(specs) if self.isolation == "process" else None for _ in range(max(1, workers))]
         self._workers = [
-            threading.Thread(target=self._work, name=f"groundtrace-worker-{i}", daemon=True) for i in range(max(1, workers))
+            threading.Thread(target=self._work, args=(scorer,), name=f"groundtrace-worker-{i}", daemon=True)
+            for i, scorer in enumerate(self._scorers)
         ]
         for worker in self._workers:
             worker.start()
@@ -150,26 +177,63 @@ class Monitor:
             setattr(self._stats, bucket, getattr(self._stats, bucket) + 1)
 
     # --------------------------------------------------------------------------------- workers
-    def _work(self) -> None:
+    def _work(self, scorer: ScoringProcess | None) -> None:
+        if scorer is not None:
+            try:  # start the child now rather than on the first record
+                scorer.warm_up()
+            except Exception as error:
+                log.warning("groundtrace: the scoring process did not start (%s); retrying per record", error)
         while True:
-            item = self._queue.get()
-            if item is _STOP:
+            batch = self._next_batch()
+            stop = _STOP in batch
+            batch = [item for item in batch if item is not _STOP]
+            if batch:
+                self._score_batch(scorer, batch)
+            if stop:
+                if scorer is not None:
+                    scorer.close()
                 return
-            started = time.perf_counter()
-            failed = True
+
+    def _next_batch(self) -> list[Any]:
+        """Wait for a record, linger a moment, then take what has queued up meanwhile.
+
+        While this thread lingers it waits on nothing, so submit() wakes no one: the application
+        hands its GIL to this thread once per batch rather than once per record."""
+        batch = [self._queue.get()]
+        if batch[0] is _STOP:
+            return batch
+        time.sleep(self.linger_s)
+        while len(batch) < self.batch_size:
             try:
-                scores = [self._score(metric, item) for metric in self.metrics]
-                failed = any(not s.ok for s in scores)
-                self._emit(item, scores)
+                batch.append(self._queue.get_nowait())
+            except queue.Empty:
+                break
+        return batch
+
+    def _score_batch(self, scorer: ScoringProcess | None, batch: list[Record]) -> None:
+        started = time.perf_counter()
+        try:
+            if scorer is not None:
+                errors = [metric.error for metric in self.metrics]
+                all_scores = scorer.score_many(batch, self.metric_timeout_s, errors)
+            else:
+                all_scores = [[self._score(metric, record) for metric in self.metrics] for record in batch]
+        except Exception as error:
+            log.exception("groundtrace: scoring a batch failed")
+            all_scores = [[m.error(f"{type(error).__name__}: {error}", r.id) for m in self.metrics] for r in batch]
+        per_record_ms = (time.perf_counter() - started) * 1000.0 / len(batch)
+        for record, scores in zip(batch, all_scores):
+            failed = any(not s.ok for s in scores)
+            try:
+                self._emit(record, scores)
             except Exception:
-                log.exception("groundtrace: scoring record %s failed", getattr(item, "id", None))
-            finally:
-                with self._lock:
-                    self._stats.failed += failed
-                    self._stats.scored += not failed
-                    self._latencies.append((time.perf_counter() - started) * 1000.0)
-                    self._in_flight -= 1
-                    self._idle.notify_all()
+                log.exception("groundtrace: delivering record %s failed", record.id)
+            with self._lock:
+                self._stats.failed += failed
+                self._stats.scored += not failed
+                self._latencies.append(per_record_ms)
+                self._in_flight -= 1
+                self._idle.notify_all()
 
     def _score(self, metric: Metric, record: Record) -> Score:
         try:
