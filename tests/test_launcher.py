@@ -44,9 +44,12 @@ def test_the_launcher_instruments_and_runs_the_program_unchanged(probe):
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "1 app ran"
     # the launcher is a Python process too, so the app's sitecustomize runs once in it; then, in the
-    # program, groundtrace instruments first and chains to the app's sitecustomize
-    assert (probe / "marker.txt").read_text().splitlines() == [
-        "app sitecustomize", "instrumented:lexical", "app sitecustomize"]
+    # program, groundtrace instruments first and chains to the app's sitecustomize (a scoring child
+    # process started by an installed integration runs it too, without instrumenting)
+    lines = (probe / "marker.txt").read_text().splitlines()
+    assert lines[0] == "app sitecustomize"
+    assert lines.count("instrumented:lexical") == 1
+    assert lines[lines.index("instrumented:lexical") + 1] == "app sitecustomize"
 
 
 def test_without_the_launcher_nothing_is_instrumented(probe):

@@ -37,6 +37,9 @@ class ScoringProcess:
     def _start(self) -> subprocess.Popen[str]:
         env = dict(os.environ)
         env["GROUNDTRACE_ENABLED"] = "0"  # the child scores; it must not instrument itself
+        bootstrap = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")
+        paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and os.path.abspath(p) != bootstrap]
+        env["PYTHONPATH"] = os.pathsep.join(paths)
         env["PYTHONUNBUFFERED"] = "1"
         proc = subprocess.Popen(
             [sys.executable, "-m", "groundtrace.scoring_process", json.dumps(self.specs)],
