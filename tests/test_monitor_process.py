@@ -1,8 +1,6 @@
 """Process isolation: metrics run in a child process that a hang or a crash cannot take down."""
 
-import json
 import os
-import sys
 
 import pytest
 

@@ -8,8 +8,9 @@ name (``GROUNDTRACE_SINKS=otel,jsonl``) costs nothing for the sinks not chosen.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
-from typing import Any, ClassVar
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, TypeVar
 
 from groundtrace.record import Record
 from groundtrace.score import Score
@@ -59,6 +60,31 @@ def build_sinks(spec: Sequence[str | Sink] | str | None) -> list[Sink]:
     return [sink_class(s)() if isinstance(s, str) else s for s in spec]
 
 
+T = TypeVar("T")
+
+
+def retry_with_backoff(
+    call: Callable[[], T],
+    *,
+    attempts: int,
+    backoff_s: float,
+    retryable: Callable[[Exception], bool],
+    before_retry: Callable[[], None] | None = None,
+) -> T:
+    """``call()``, tried up to ``attempts`` times while its error is ``retryable``, sleeping
+    ``backoff_s``, then twice that, and so on between tries. The last error propagates."""
+    for attempt in range(max(1, attempts)):
+        try:
+            return call()
+        except Exception as error:
+            if attempt + 1 >= attempts or not retryable(error):
+                raise
+        if before_retry is not None:
+            before_retry()
+        time.sleep(backoff_s * 2**attempt)
+    raise AssertionError("unreachable")
+
+
 def score_label(score: Score) -> str:
     """A low-cardinality label for trace UIs: 'hallucinated', 'grounded', 'error' or 'unknown'."""
     if score.error is not None:
@@ -72,4 +98,4 @@ def spans_summary(score: Score, limit: int = 20) -> list[dict[str, Any]]:
     return [span.model_dump(exclude_none=True) for span in score.spans[:limit]]
 
 
-__all__ = ["Sink", "build_sinks", "score_label", "sink_class", "sink_names", "spans_summary"]
+__all__ = ["Sink", "build_sinks", "retry_with_backoff", "score_label", "sink_class", "sink_names", "spans_summary"]

@@ -25,14 +25,13 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
-import time
 import uuid
 from typing import Any
 
 from groundtrace.backends import missing_extra
 from groundtrace.record import Record
 from groundtrace.score import Score
-from groundtrace.sinks import Sink, score_label, spans_summary
+from groundtrace.sinks import Sink, retry_with_backoff, score_label, spans_summary
 
 log = logging.getLogger("groundtrace.sinks.langfuse")
 
@@ -139,16 +138,15 @@ class LangfuseSink(Sink):
                                f"{reasons}")
 
     def _send(self, batch: list[Any], trace_id: str) -> Any:
-        options = {"timeout_in_seconds": self.timeout_s, "max_retries": 0}  # one retry loop: this one
-        attempt = 0
-        while True:
-            try:
-                return self.api.scores.create(request=batch, request_options=options)
-            except Exception as error:
-                attempt += 1
-                if attempt >= self.max_attempts or not _retryable(error, self._httpx, self._api_error):
-                    raise RuntimeError(f"Langfuse scores of trace {trace_id} failed: {_describe(error)}") from error
-            time.sleep(self.backoff_s * 2 ** (attempt - 1))
+        options = {"timeout_in_seconds": self.timeout_s, "max_retries": 0}  # one retry loop: ours
+        try:
+            return retry_with_backoff(
+                lambda: self.api.scores.create(request=batch, request_options=options),
+                attempts=self.max_attempts, backoff_s=self.backoff_s,
+                retryable=lambda error: _retryable(error, self._httpx, self._api_error),
+            )
+        except Exception as error:
+            raise RuntimeError(f"Langfuse scores of trace {trace_id} failed: {_describe(error)}") from error
 
 
 def _describe(error: Exception) -> str:

@@ -30,7 +30,6 @@ import json
 import logging
 import sys
 import threading
-import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -38,7 +37,7 @@ from groundtrace import trace_context
 from groundtrace.backends import missing_extra
 from groundtrace.record import Record
 from groundtrace.score import Score
-from groundtrace.sinks import Sink, score_label, spans_summary
+from groundtrace.sinks import Sink, retry_with_backoff, score_label, spans_summary
 
 log = logging.getLogger("groundtrace.sinks.mlflow")
 
@@ -124,23 +123,26 @@ class MLflowSink(Sink):
 
     def _log_all(self, trace_id: str, scores: list[Score]) -> None:
         pending = list(scores)
-        for attempt in range(self.max_attempts):
-            try:
-                while pending:
-                    self._log(trace_id, pending[0])
-                    pending.pop(0)
-                return
-            except self._mlflow_exception as error:
-                if error.error_code != "RESOURCE_DOES_NOT_EXIST":
-                    raise RuntimeError(f"MLflow feedback on trace {trace_id} failed: {error}") from error
-                if attempt + 1 == self.max_attempts:
-                    raise RuntimeError(
-                        f"MLflow has no trace {trace_id} after {self.max_attempts} attempts: does the tracking URI "
-                        "(MLFLOW_TRACKING_URI or mlflow.set_tracking_uri) name the store the application traces to?"
-                    ) from error
-            # the trace is still in MLflow's async export queue: push it out, then look again
-            self._mlflow.flush_trace_async_logging()
-            time.sleep(self.backoff_s * 2**attempt)
+
+        def log_pending() -> None:
+            while pending:
+                self._log(trace_id, pending[0])
+                pending.pop(0)
+
+        def missing(error: Exception) -> bool:
+            return isinstance(error, self._mlflow_exception) and error.error_code == "RESOURCE_DOES_NOT_EXIST"
+
+        try:
+            # a missing trace is still in MLflow's async export queue: push it out, then look again
+            retry_with_backoff(log_pending, attempts=self.max_attempts, backoff_s=self.backoff_s, retryable=missing,
+                               before_retry=self._mlflow.flush_trace_async_logging)
+        except self._mlflow_exception as error:
+            if missing(error):
+                raise RuntimeError(
+                    f"MLflow has no trace {trace_id} after {self.max_attempts} attempts: does the tracking URI "
+                    "(MLFLOW_TRACKING_URI or mlflow.set_tracking_uri) name the store the application traces to?"
+                ) from error
+            raise RuntimeError(f"MLflow feedback on trace {trace_id} failed: {error}") from error
 
     def _log(self, trace_id: str, score: Score) -> None:
         if score.ok:

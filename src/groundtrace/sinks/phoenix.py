@@ -17,13 +17,12 @@ arguments override them, or pass a ready ``phoenix.client.Client``. Only the lig
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 from groundtrace.backends import missing_extra
 from groundtrace.record import Record
 from groundtrace.score import Score
-from groundtrace.sinks import Sink, score_label, spans_summary
+from groundtrace.sinks import Sink, retry_with_backoff, score_label, spans_summary
 
 log = logging.getLogger("groundtrace.sinks.phoenix")
 
@@ -92,21 +91,25 @@ class PhoenixSink(Sink):
             return
         annotations = [span_annotation(record.span_id, score) for score in scores]
         httpx = self._httpx
-        for attempt in range(self.max_attempts):
-            last = attempt + 1 == self.max_attempts
-            try:
-                self.client.spans.log_span_annotations(span_annotations=annotations, sync=True)
-                return
-            except httpx.HTTPStatusError as error:
+
+        def retryable(error: Exception) -> bool:
+            # 404: the span is not ingested yet (Phoenix ingests in batches)
+            if isinstance(error, httpx.HTTPStatusError):
                 status = error.response.status_code
-                if last or not (status in (404, 429) or status >= 500):
-                    raise RuntimeError(self._refusal(record.span_id, status)) from error
-            except httpx.TransportError as error:
-                if last:
-                    raise RuntimeError(
-                        f"Phoenix annotations of span {record.span_id} failed: {type(error).__name__}: {error}"
-                    ) from error
-            time.sleep(self.backoff_s * 2**attempt)
+                return status in (404, 429) or status >= 500
+            return isinstance(error, httpx.TransportError)
+
+        try:
+            retry_with_backoff(
+                lambda: self.client.spans.log_span_annotations(span_annotations=annotations, sync=True),
+                attempts=self.max_attempts, backoff_s=self.backoff_s, retryable=retryable,
+            )
+        except httpx.HTTPStatusError as error:
+            raise RuntimeError(self._refusal(record.span_id, error.response.status_code)) from error
+        except httpx.TransportError as error:
+            raise RuntimeError(
+                f"Phoenix annotations of span {record.span_id} failed: {type(error).__name__}: {error}"
+            ) from error
 
     def _refusal(self, span_id: str, status: int) -> str:
         if status == 404:

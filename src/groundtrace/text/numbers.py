@@ -172,8 +172,8 @@ _DATE_PATTERNS = [
     rf"(?P<day>[0-3]?\d)\.(?P<month>[01]?\d)\.{_YEAR}(?!\d)",
     rf"(?P<a>[01]?\d)/(?P<b>[0-3]?\d)/{_YEAR}(?!\d)",
     rf"{_YEAR}\s?年\s?(?P<month>[01]?\d)\s?月(?:\s?(?P<day>[0-3]?\d)\s?[日号])?",
-    rf"(?P<month>[01]?\d)\s?月\s?(?P<day>[0-3]?\d)\s?[日号]",
-    rf"(?<![月\d])(?P<day>[0-3]?\d)\s?[日号](?![内以后前])",  # "21日": the 21st (of a month said earlier)
+    r"(?P<month>[01]?\d)\s?月\s?(?P<day>[0-3]?\d)\s?[日号]",
+    r"(?<![月\d])(?P<day>[0-3]?\d)\s?[日号](?![内以后前])",  # "21日": the 21st (of a month said earlier)
     rf"{_MONTH}\s+{_DAY},?(?:\s+{_YEAR})?{_YEAR_SUFFIX}",
     rf"{_DAY}\s+(?:of\s+)?{_MONTH}(?:,?\s+{_YEAR})?{_YEAR_SUFFIX}",
     rf"{_MONTH},?\s+{_YEAR}{_YEAR_SUFFIX}",
