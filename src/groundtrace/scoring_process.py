@@ -46,7 +46,7 @@ class ScoringProcess:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, text=True, encoding="utf-8", env=env,
         )
         line = self._read_line(proc, self.start_timeout_s)
-        if line is None or line.strip() != _READY:
+        if not line or line.strip() != _READY:
             self._kill(proc)
             raise RuntimeError(f"the scoring process did not start: {line!r}")
         return proc
@@ -81,10 +81,11 @@ class ScoringProcess:
     # ------------------------------------------------------------------------------- scoring
     @staticmethod
     def _read_line(proc: subprocess.Popen[str], timeout: float) -> str | None:
+        """The next line; "" when the child closed its output (it died); None on timeout."""
         ready, _, _ = select.select([proc.stdout], [], [], timeout)
         if not ready:
             return None
-        return proc.stdout.readline() or None
+        return proc.stdout.readline()
 
     def score_many(self, records: Sequence[Record], metric_timeout_s: float,
                    errors: Sequence[Any]) -> list[list[Score]]:
@@ -109,8 +110,8 @@ class ScoringProcess:
         except Exception as error:
             return [make(f"the scoring process failed: {error}", record.id) for make in errors]
         line = self._read_line(proc, budget)
-        if line is None:
-            died = proc.poll() is not None
+        if not line:
+            died = line == ""
             self._kill(proc)
             self._proc = None
             reason = "the scoring process died" if died else f"timed out after {budget:g} s (metric_timeout_s per metric)"
