@@ -145,6 +145,10 @@ class BenchResult:
         }
 
 
+def _predictions(metric: Metric, values: Sequence[float | None], threshold: float) -> np.ndarray:
+    return np.array([v is not None and metric.verdict(v, threshold) for v in values])
+
+
 def bench_metric(
     metric: Metric,
     items: Sequence[Labelled],
@@ -160,11 +164,7 @@ def bench_metric(
     h = oriented(scores)
     values = [s.value for s in scores]
     latency = np.array([np.nan if s.latency_ms is None else s.latency_ms for s in scores])
-    saved, metric.threshold = metric.threshold, threshold
-    try:
-        predicted = np.array([v is not None and metric.verdict(v) for v in values])
-    finally:
-        metric.threshold = saved
+    predicted = _predictions(metric, values, threshold)
     groups = {}
     for key in sorted({f"{k}:{v}" for i in items for k, v in i.groups.items()}):
         name, value = key.split(":", 1)
@@ -173,11 +173,7 @@ def bench_metric(
     ok = ~np.isnan(h)
     latencies = np.array([s.latency_ms for s in scores if s.latency_ms is not None])
     oracle_cut = _fitted_on(metric, labels, h) if ok.any() else threshold
-    saved, metric.threshold = metric.threshold, oracle_cut
-    try:
-        oracle_pred = np.array([v is not None and metric.verdict(v) for v in values])
-    finally:
-        metric.threshold = saved
+    oracle_pred = _predictions(metric, values, oracle_cut)
     return BenchResult(
         metric=metric.name,
         higher_is_better=metric.higher_is_better,

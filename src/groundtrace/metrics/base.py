@@ -106,8 +106,10 @@ class Metric:
         """Score one record without blocking the event loop."""
         return await asyncio.to_thread(self.score, record)
 
-    def verdict(self, value: float) -> bool:
-        return value < self.threshold if self.higher_is_better else value >= self.threshold
+    def verdict(self, value: float, threshold: float | None = None) -> bool:
+        """Hallucinated at ``threshold`` (default: this metric's own)?"""
+        t = self.threshold if threshold is None else threshold
+        return value < t if self.higher_is_better else value >= t
 
     def check(self, record: Record) -> str | None:
         """Why this record cannot be scored, or None."""
