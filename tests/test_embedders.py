@@ -6,23 +6,25 @@ import pytest
 from groundtrace import get_metric
 from groundtrace.backends import MissingExtraError
 from groundtrace.backends.embedders import MiniLMEmbedder, OpenAIEmbedder, get_embedder
+from tests.loopback import LoopbackServer
 
 
-def test_openai_compatible_endpoint_payload_and_result(capture_server):
-    def respond(path, body):
+def test_openai_compatible_endpoint_payload_and_result():
+    def respond(request):
+        body = request.json
         # a deterministic embedding: the text's length and its number of spaces
         data = [{"object": "embedding", "index": i, "embedding": [len(t), t.count(" ") + 1.0, 0.0]}
                 for i, t in enumerate(body["input"])]
         return 200, {"object": "list", "data": data[::-1], "model": body["model"],
                      "usage": {"prompt_tokens": 3, "total_tokens": 3}}
 
-    with capture_server(respond) as server:
-        embedder = OpenAIEmbedder("my-embedder", base_url=server.url, api_key="sk-test", batch_size=2)
+    with LoopbackServer(respond) as server:
+        embedder = OpenAIEmbedder("my-embedder", base_url=f"{server.url}/v1", api_key="sk-test", batch_size=2)
         vectors = embedder.embed(["a b", "abcd", "a b"])
-        assert [r["path"] for r in server.requests] == ["/v1/embeddings"]
-        assert server.requests[0]["body"]["model"] == "my-embedder"
-        assert server.requests[0]["body"]["input"] == ["a b", "abcd"]  # the repeat comes from the cache
-        assert server.requests[0]["headers"]["authorization"] == "Bearer sk-test"
+        assert server.paths("POST") == ["/v1/embeddings"]
+        assert server.requests[0].json["model"] == "my-embedder"
+        assert server.requests[0].json["input"] == ["a b", "abcd"]  # the repeat comes from the cache
+        assert server.requests[0].headers["authorization"] == "Bearer sk-test"
         expected = np.array([[3, 2, 0], [4, 1, 0], [3, 2, 0]], dtype=np.float32)
         expected /= np.linalg.norm(expected, axis=1, keepdims=True)
         assert np.allclose(vectors, expected)
@@ -36,9 +38,9 @@ def test_an_endpoint_that_is_down_gives_an_error_score():
     assert score.value is None and "APIConnectionError" in score.error
 
 
-def test_an_endpoint_error_status_gives_an_error_score(capture_server):
-    with capture_server(lambda path, body: (500, {"error": {"message": "boom"}})) as server:
-        embedder = OpenAIEmbedder("m", base_url=server.url, max_retries=0)
+def test_an_endpoint_error_status_gives_an_error_score():
+    with LoopbackServer(lambda request: (500, {"error": {"message": "boom"}})) as server:
+        embedder = OpenAIEmbedder("m", base_url=f"{server.url}/v1", max_retries=0)
         score = get_metric("facts", embedder=embedder).score({"contexts": ["c"], "answer": "a"})
     assert score.value is None and "InternalServerError" in score.error
 

@@ -7,9 +7,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any
 
 import pytest
 from pydantic import BaseModel, Field
@@ -24,6 +22,7 @@ from groundtrace.backends.judge import (
     extract_json,
     strict_schema,
 )
+from tests.loopback import LoopbackServer, Reply, Request
 
 
 class Verdict(BaseModel):
@@ -37,14 +36,6 @@ MESSAGES = [
     {"role": "user", "content": "Is 'Paris' supported by 'Paris is the capital of France'?"},
 ]
 GOOD = '{"score": 0.9, "reason": "stated in the context"}'
-
-
-@dataclass
-class Reply:
-    status: int = 200
-    payload: Any = None
-    headers: dict[str, str] = field(default_factory=dict)
-    delay_s: float = 0.0
 
 
 def completion(*contents: str | None, model: str = "gpt-4o-mini", prompt_tokens: int = 100, completion_tokens: int = 20,
@@ -71,65 +62,21 @@ def bad_request(message: str) -> Reply:
     return Reply(400, {"error": {"code": 400, "message": message, "type": "invalid_request_error"}})
 
 
-class ScriptedServer:
-    """POST /v1/chat/completions answered by ``respond(body, index)``; records bodies and the
-    largest number of requests in flight at once."""
+class ScriptedServer(LoopbackServer):
+    """POST /v1/chat/completions answered by ``respond(body, index)``, index counting requests."""
 
     def __init__(self, respond: Callable[[dict[str, Any], int], Reply]) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.in_flight = 0
-        self.max_in_flight = 0
-        self.stop = threading.Event()
-        lock = threading.Lock()
-        server = self
+        def route(request: Request) -> Reply:
+            if request.path != "/v1/chat/completions":
+                return Reply(404, {"error": {"message": "not found"}})
+            return respond(request.json, request.number)
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with lock:
-                    index = len(server.requests)
-                    server.requests.append({"path": self.path, "body": body})
-                    server.in_flight += 1
-                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                try:
-                    reply = respond(body, index) if self.path == "/v1/chat/completions" else Reply(404, {"error": {"message": "not found"}})
-                    if reply.delay_s:
-                        server.stop.wait(reply.delay_s)
-                    data = json.dumps(reply.payload).encode()
-                    self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    for k, v in reply.headers.items():
-                        self.send_header(k, v)
-                    self.end_headers()
-                    self.wfile.write(data)
-                except OSError:
-                    pass  # the client gave up (timeout test)
-                finally:
-                    with lock:
-                        server.in_flight -= 1
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+        super().__init__(route)
+        self.url = f"{self.url}/v1"
 
     @property
     def bodies(self) -> list[dict[str, Any]]:
-        return [r["body"] for r in self.requests]
-
-    def __enter__(self) -> Self:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.server.shutdown()
-        self.server.server_close()
+        return [r.json for r in self.requests]
 
 
 def client(server: ScriptedServer, **kw: Any) -> JudgeClient:

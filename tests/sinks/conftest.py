@@ -2,91 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import socket
-import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from groundtrace.record import Record
 from groundtrace.score import Score, Span
+from tests.loopback import LoopbackServer, Reply, Request
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 SPAN_ID = "00f067aa0ba902b7"
 RUN_ID = "1f0e4d2c-3b5a-4c6d-8e9f-0a1b2c3d4e5f"
-
-
-@dataclass
-class Request:
-    method: str
-    path: str
-    query: dict[str, list[str]]
-    headers: dict[str, str]
-    body: bytes
-
-    @property
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-
-# What a test's responder returns: (status, JSON body) or (status, JSON body, delay in seconds).
-Reply = tuple
-
-
-class LoopbackServer:
-    """An HTTP server on 127.0.0.1 that records every request and answers with ``respond(request)``:
-    (status, JSON body) or (status, JSON body, delay in seconds)."""
-
-    def __init__(self, respond: Callable[[Request], Reply]) -> None:
-        self.requests: list[Request] = []
-        self._stopping = threading.Event()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def _handle(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                url = urlsplit(self.path)
-                request = Request(self.command, url.path, parse_qs(url.query),
-                                  {k.lower(): v for k, v in self.headers.items()}, self.rfile.read(length))
-                server.requests.append(request)
-                status, body, *delay = respond(request)
-                if delay and server._stopping.wait(delay[0]):
-                    return  # the test is over: drop the connection
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_POST = do_PATCH = do_PUT = _handle  # noqa: N815 - the stdlib's names
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self._thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
-
-    def paths(self, method: str | None = None) -> list[str]:
-        return [r.path for r in self.requests if method is None or r.method == method]
-
-    def __enter__(self) -> LoopbackServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stopping.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture

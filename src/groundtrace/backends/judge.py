@@ -145,47 +145,12 @@ _FENCE = re.compile(r"```[ \t]*(?:json|JSON|json5)?[ \t]*\n?(.*?)```", re.DOTALL
 _THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
 
 
-def _balanced_spans(text: str, limit: int = 16) -> list[str]:
-    """Balanced ``{...}``/``[...]`` substrings in order of their start, aware of JSON strings."""
-    spans: list[str] = []
-    start = 0
-    while len(spans) < limit:
-        starts = [i for i in (text.find("{", start), text.find("[", start)) if i >= 0]
-        if not starts:
-            break
-        begin = min(starts)
-        depth, in_string, escaped, end = 0, False, False, -1
-        for i in range(begin, len(text)):
-            c = text[i]
-            if in_string:
-                if escaped:
-                    escaped = False
-                elif c == "\\":
-                    escaped = True
-                elif c == '"':
-                    in_string = False
-            elif c == '"':
-                in_string = True
-            elif c in "{[":
-                depth += 1
-            elif c in "}]":
-                depth -= 1
-                if depth == 0:
-                    end = i
-                    break
-        if end < 0:
-            start = begin + 1
-            continue
-        spans.append(text[begin : end + 1])
-        start = begin + 1
-    return spans
-
-
-def _drop_trailing_commas(text: str) -> str:
-    out, in_string, escaped = [], False, False
-    for i, c in enumerate(text):
+def _outside_strings(text: str, begin: int = 0):
+    """(index, character) from ``begin`` on, skipping what lies inside JSON string literals."""
+    in_string = escaped = False
+    for i in range(begin, len(text)):
+        c = text[i]
         if in_string:
-            out.append(c)
             if escaped:
                 escaped = False
             elif c == "\\":
@@ -195,12 +160,37 @@ def _drop_trailing_commas(text: str) -> str:
             continue
         if c == '"':
             in_string = True
-        elif c == ",":
-            rest = text[i + 1 :].lstrip()
-            if rest[:1] in ("}", "]"):
-                continue
-        out.append(c)
-    return "".join(out)
+        yield i, c
+
+
+def _balanced_spans(text: str, limit: int = 16) -> list[str]:
+    """Balanced ``{...}``/``[...]`` substrings in order of their start, aware of JSON strings."""
+    spans: list[str] = []
+    start = 0
+    while len(spans) < limit:
+        starts = [i for i in (text.find("{", start), text.find("[", start)) if i >= 0]
+        if not starts:
+            break
+        begin = min(starts)
+        depth, end = 0, -1
+        for i, c in _outside_strings(text, begin):
+            if c in "{[":
+                depth += 1
+            elif c in "}]":
+                depth -= 1
+                if depth == 0:
+                    end = i
+                    break
+        if end >= 0:
+            spans.append(text[begin : end + 1])
+        start = begin + 1
+    return spans
+
+
+def _drop_trailing_commas(text: str) -> str:
+    """Remove a comma that directly precedes ``}`` or ``]`` (outside strings)."""
+    dropped = {i for i, c in _outside_strings(text) if c == "," and text[i + 1 :].lstrip()[:1] in ("}", "]")}
+    return "".join(c for i, c in enumerate(text) if i not in dropped)
 
 
 def _loads(text: str) -> Any:
