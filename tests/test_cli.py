@@ -67,10 +67,9 @@ def test_bench_table(tmp_path):
 
 
 def test_demo_scores_the_bundled_examples(tmp_path):
-    out = tmp_path / "scores.jsonl"
-    result = runner.invoke(app, ["demo", "-o", str(out)])
+    result = runner.invoke(app, ["demo", "--examples", "-o", str(tmp_path)])
     assert result.exit_code == 0, result.output
-    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    lines = [json.loads(line) for line in (tmp_path / "scores.jsonl").read_text(encoding="utf-8").splitlines()]
     by_id = {line["id"]: {s["metric"]: s for s in line["scores"]} for line in lines}
     assert {"ru-1", "en-2", "zh-2"} <= set(by_id)
     # the planted hallucinations are flagged by facts, the faithful answers are not

@@ -51,6 +51,9 @@ def load_labelled(path: str | Path, limit: int | None = None) -> list[Labelled]:
 
 def _reset_caches(metric: Metric) -> None:
     """Throughput is measured cold: nothing a previous run embedded is reused."""
+    reset = getattr(metric, "reset_caches", None)
+    if reset is not None:
+        reset()
     embedder = getattr(metric, "embedder", None)
     if embedder is not None and hasattr(embedder, "clear_cache"):
         embedder.clear_cache()
@@ -120,6 +123,7 @@ class BenchResult:
     oracle: dict[str, float]
     groups: dict[str, Stats] = field(default_factory=dict)
     first_errors: list[str] = field(default_factory=list)
+    spans: dict[str, float] | None = None  # character-overlap precision/recall/F1 against gold spans
     scores: list[Score] = field(default_factory=list, repr=False)
     labels: list[int] = field(default_factory=list, repr=False)
 
@@ -141,8 +145,35 @@ class BenchResult:
             "latency_ms": self.latency_ms,
             "oracle": self.oracle,
             "groups": {name: vars(stats) for name, stats in self.groups.items()},
+            "spans": self.spans,
             "first_errors": self.first_errors,
         }
+
+
+def span_overlap(items: Sequence[Labelled], scores: Sequence[Score], predicted: np.ndarray) -> dict[str, float] | None:
+    """Character-level precision, recall and F1 of predicted against gold spans, micro-averaged.
+
+    Counted over the records whose gold spans are known: faithful answers (no gold characters, so
+    every predicted one is a false positive) and hallucinated ones with spans. A record's predicted
+    characters are the spans of its Score when the Score is a hallucinated verdict at the bench
+    threshold. None when the file has no spans or the metric never points at text."""
+    if not any(i.raw.get("spans") for i in items) or not any(s.spans for s in scores):
+        return None
+    tp = fp = fn = records = 0
+    for item, score, flagged in zip(items, scores, predicted):
+        gold_spans = item.raw.get("spans") or []
+        if item.label == 1 and not gold_spans:
+            continue
+        records += 1
+        gold = {c for s in gold_spans for c in range(int(s["start"]), int(s["end"]))}
+        guess = {c for s in score.spans for c in range(s.start, s.end)} if flagged else set()
+        tp += len(gold & guess)
+        fp += len(guess - gold)
+        fn += len(gold - guess)
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1, "records": records}
 
 
 def _predictions(metric: Metric, values: Sequence[float | None], threshold: float) -> np.ndarray:
@@ -188,6 +219,7 @@ def bench_metric(
         },
         oracle={"threshold": oracle_cut, "f1": Stats.of(labels, h, oracle_pred).f1},
         groups=groups,
+        spans=span_overlap(items, scores, predicted),
         first_errors=[s.error for s in scores if s.error][:3],
         scores=scores,
         labels=labels.tolist(),

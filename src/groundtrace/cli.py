@@ -1,4 +1,4 @@
-"""The command line: groundtrace metrics | score | bench | demo."""
+"""The command line: groundtrace metrics | score | bench | report | synth-hallucinations | demo."""
 
 from __future__ import annotations
 
@@ -27,7 +27,11 @@ app = typer.Typer(
 console = Console(stderr=True)
 out = Console()
 
-MetricsOption = Annotated[str, typer.Option("--metrics", "-m", help="Comma-separated metric names.")]
+MetricsOption = Annotated[
+    str,
+    typer.Option("--metrics", "-m", help="Comma-separated metric names; empty: grounding (plus faithfulness when "
+                                         "GROUNDTRACE_JUDGE_MODEL is set)."),
+]
 OptionsOption = Annotated[
     Optional[list[str]],
     typer.Option("--option", "-O", help="A metric option as METRIC.KEY=VALUE, e.g. facts.mode=seed (repeatable)."),
@@ -100,7 +104,7 @@ def records_table(rows: Sequence[ScoredRecord], limit: int = 20) -> Table:
         for name in metrics:
             s = row.score(name)
             cells.append("error" if s is None or not s.ok else f"{s.value:.2f}{' ⚠' if s.hallucinated else ''}")
-        spans = sorted({sp.text for s in row.scores for sp in s.spans if s.metric == "facts"})
+        spans = sorted({sp.text for s in row.scores for sp in s.spans})
         answer = (row.record.answer or "")[:60] + ("…" if len(row.record.answer or "") > 60 else "")
         table.add_row(row.id or "", answer, *cells, ", ".join(spans)[:50])
     return table
@@ -144,7 +148,7 @@ def _score_file(input_path: str, metrics: str, output: Path | None, workers: int
 @app.command("score")
 def score_command(
     input_path: Annotated[str, typer.Argument(help="JSONL of records (question, contexts, answer, ...); - for stdin.")],
-    metrics: MetricsOption = "lexical,facts",
+    metrics: MetricsOption = "",
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Where to write scored records (JSONL).")] = None,
     workers: Annotated[int, typer.Option(help="Records scored concurrently.")] = 1,
     option: OptionsOption = None,
@@ -166,7 +170,7 @@ def score_command(
 @app.command("bench")
 def bench_command(
     input_path: Annotated[Path, typer.Argument(help="Labelled JSONL (label 1 = hallucinated), shaped like shared/data.")],
-    metrics: MetricsOption = "lexical",
+    metrics: MetricsOption = "grounding",
     threshold: Annotated[Optional[float], typer.Option(help="Threshold on the metric's own scale.")] = None,
     threshold_from: Annotated[
         Optional[Path], typer.Option("--threshold-from", help="Fit the F1-optimal threshold on this labelled file.")
@@ -190,7 +194,8 @@ def bench_command(
             console.print(f"[red]error:[/red] {error}")
             raise typer.Exit(2) from None
     if as_json:
-        print(json.dumps({name: r.as_dict() for name, r in results.items()}, indent=2, ensure_ascii=False))
+        print(json.dumps({name: {**r.as_dict(), "cost": _cost_totals(r.scores)} for name, r in results.items()},
+                         indent=2, ensure_ascii=False))
         return
     table = Table(title=f"bench: {input_path.name}")
     for column in ("metric", "group", "n", "AUC", "F1", "precision", "recall", "bal. acc.", "threshold", "rec/s"):
@@ -205,10 +210,106 @@ def bench_command(
                           "—" if speed is None else f"{speed:.0f}")
     out.print(table)
     for name, r in results.items():
+        if _judge_cost(r.scores):
+            out.print(f"{name}: judge {_judge_cost(r.scores)}")
+        if r.spans:
+            out.print(f"{name}: spans (character overlap with the gold spans, {r.spans['records']} records): "
+                      f"precision {r.spans['precision']:.3f}, recall {r.spans['recall']:.3f}, F1 {r.spans['f1']:.3f}")
         out.print(f"{name}: threshold from {r.threshold_source}; the F1-optimal threshold on this file would be "
                   f"{r.oracle['threshold']:.4g} (F1 {r.oracle['f1']:.3f}, optimistic)")
         if r.overall.errors:
             out.print(f"[yellow]{name}: {r.overall.errors} records failed[/yellow], e.g. {r.first_errors[0]}")
+
+
+def _cost_totals(scores: Sequence[Any]) -> dict[str, Any] | None:
+    """Tokens and dollars the judge spent on these scores (None for metrics that call no judge)."""
+    costs = [s.cost for s in scores if s.cost is not None]
+    if not costs:
+        return None
+    usd = None if any(c.usd is None for c in costs) else sum(c.usd for c in costs)
+    return {"input_tokens": sum(c.input_tokens for c in costs), "output_tokens": sum(c.output_tokens for c in costs),
+            "usd": usd, "usd_per_1000_records": None if usd is None else usd / len(scores) * 1000}
+
+
+def _judge_cost(scores: Sequence[Any]) -> str:
+    totals = _cost_totals(scores)
+    if totals is None:
+        return ""
+    text = f"{totals['input_tokens']:,} input + {totals['output_tokens']:,} output tokens"
+    if totals["usd"] is None:
+        return text + " (no price for this model: pass prices= to see dollars)"
+    return text + f", ${totals['usd']:.4f} (${totals['usd_per_1000_records']:.2f} per 1,000 records)"
+
+
+@app.command("synth-hallucinations")
+def synth_command(
+    input_path: Annotated[str, typer.Argument(help="JSONL of records with question, contexts and answer (shared/data format).")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the labelled rows (JSONL).")],
+    model: Annotated[str | None, typer.Option(help="Judge model (default: GROUNDTRACE_JUDGE_MODEL, else gpt-4o-mini).")] = None,
+    base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible base URL (default: OPENAI_BASE_URL).")] = None,
+    with_originals: Annotated[bool, typer.Option("--with-originals", help="Also write each original row (label 0 unless it has one).")] = False,
+    limit: Annotated[int | None, typer.Option(help="Use only the first N records.")] = None,
+    workers: Annotated[int, typer.Option(help="Records rewritten concurrently.")] = 2,
+    temperature: Annotated[float, typer.Option(help="Sampling temperature of the hallucinating assistant.")] = 0.7,
+    seed: Annotated[int, typer.Option(help="Picks each record's hallucination style; sent to the model as its seed.")] = 0,
+    timeout_s: Annotated[float, typer.Option(help="Per-request timeout in seconds.")] = 120.0,
+) -> None:
+    """Write hallucinated answers with a judge model, as labelled rows for `groundtrace bench`."""
+    from itertools import islice
+
+    from groundtrace.backends.judge import JudgeClient, JudgeError
+    from groundtrace.io import read_jsonl
+    from groundtrace.synth_hallucinations import SynthStats, synthesize
+
+    stats = SynthStats()
+    try:
+        client = JudgeClient(model, base_url=base_url, timeout_s=timeout_s, concurrency=max(1, workers))
+        rows = islice(read_jsonl(input_path), limit) if limit else read_jsonl(input_path)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        made = synthesize(rows, client, include_originals=with_originals, workers=workers, seed=seed,
+                          temperature=temperature, stats=stats)
+        with open(output, "w", encoding="utf-8") as handle:
+            handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in made)
+    except (JudgeError, ValueError, FileNotFoundError) as error:
+        console.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(2) from None
+    console.print(f"read {stats.read} records: wrote {stats.written} hallucinated rows"
+                  + (f" and {stats.originals} originals" if with_originals else "")
+                  + f" to {output}; {stats.unchanged} unchanged by the model, {stats.skipped} without answer or contexts, "
+                  f"{stats.failed} failed")
+    for error in stats.errors:
+        console.print(f"[yellow]failed:[/yellow] {error}")
+    if stats.read and not stats.written:
+        raise typer.Exit(1)
+
+
+@app.command("report")
+def report_command(
+    input_path: Annotated[Path, typer.Argument(help="Scored records (JSONL) from `groundtrace score` or `groundtrace demo`.")],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Where to write the HTML page (default: the input with .html).")] = None,
+    labels: Annotated[Path | None, typer.Option("--labels", "--bench-labels", help="The labelled JSONL that was scored (label 0/1, gold spans), joined by id: adds gold spans, ROC curves and reliability diagrams.")] = None,
+) -> None:
+    """Write one self-contained HTML page: summary, plots, a sortable table and every record with its unsupported spans marked."""
+    from pydantic import ValidationError
+
+    from groundtrace.record import describe_validation_error
+    from groundtrace.report import write_report
+
+    try:
+        written = write_report(input_path, output, labels=labels)
+    except FileNotFoundError as error:
+        console.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(2) from None
+    except ValidationError as error:
+        console.print(f"[red]error:[/red] {input_path} is not a file of scored records: {describe_validation_error(error)}")
+        raise typer.Exit(2) from None
+    except ValueError as error:
+        console.print(f"[red]error:[/red] {error}")
+        raise typer.Exit(2) from None
+    console.print(f"wrote {written.path}: {written.records} records"
+                  + (f", {written.labelled} with gold labels" if labels is not None else ""))
+    if labels is not None and not written.labelled:
+        console.print(f"[yellow]no record id of {input_path} is in {labels}: nothing to compare with[/yellow]")
 
 
 def example_path() -> Path:
@@ -217,17 +318,31 @@ def example_path() -> Path:
 
 @app.command("demo")
 def demo_command(
-    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the scored records.")] = Path("out/scores.jsonl"),
-    metrics: MetricsOption = "lexical,facts",
+    output: Annotated[Path, typer.Option("--output", "-o", help="Folder for scores.jsonl, report.html, otel-spans.jsonl and the MLflow store.")] = Path("out"),
+    metrics: MetricsOption = "grounding,facts,lexical",
+    examples: Annotated[bool, typer.Option("--examples", help="Only score the bundled example answers (needs no LangChain or LlamaIndex).")] = False,
+    mlflow: Annotated[bool | None, typer.Option("--mlflow/--no-mlflow", help="Attach the scores to MLflow traces in a local store under OUTDIR (default: when mlflow is installed).")] = None,
 ) -> None:
-    """Score the bundled example answers (Russian, English, Chinese) and print what was found."""
-    output.parent.mkdir(parents=True, exist_ok=True)
+    """Answer bundled questions with a real LangChain chain and LlamaIndex query engine, groundtrace attached, and show the scores."""
+    from groundtrace.demo import INSTALL_HINT, missing_requirements
+
+    names = [m.strip() for m in metrics.split(",") if m.strip()] or ["grounding", "facts", "lexical"]
+    missing = missing_requirements()
+    if not examples and not missing:
+        from groundtrace.demo.runner import run_demo, show
+
+        show(run_demo(output, names, mlflow=mlflow, console=console), out)
+        return
+    if missing:
+        console.print(f"[yellow]The RAG demo needs {', '.join(missing)}:[/yellow] {INSTALL_HINT}")
+        console.print("Meanwhile, here are the bundled example answers, scored offline.")
+    output.mkdir(parents=True, exist_ok=True)
     path = example_path()
     console.print(f"scoring the bundled examples: {path}")
-    rows = _score_file(str(path), metrics, output, 1, {})
+    rows = _score_file(str(path), ",".join(names), output / "scores.jsonl", 1, {})
     out.print(records_table(rows, limit=len(rows)))
     out.print(summary_table(rows))
-    console.print(f"wrote {len(rows)} scored records to {output}")
+    console.print(f"wrote {len(rows)} scored records to {output / 'scores.jsonl'}")
 
 
 def main() -> None:

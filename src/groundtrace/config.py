@@ -2,7 +2,8 @@
 without touching code.
 
     GROUNDTRACE_ENABLED          1/true/yes/on turns capture on (instrument() and the launcher read it)
-    GROUNDTRACE_METRICS          comma-separated metric names (default: lexical,facts)
+    GROUNDTRACE_METRICS          comma-separated metric names (default: grounding; grounding,faithfulness
+                                 when GROUNDTRACE_JUDGE_MODEL is set)
     GROUNDTRACE_SAMPLE_RATE      fraction of traces scored, 0..1 (default 1)
     GROUNDTRACE_SINKS            comma-separated sink names: otel, jsonl, langsmith, mlflow, phoenix, langfuse
     GROUNDTRACE_QUEUE_SIZE       records waiting for a worker before new ones are dropped (default 1000)
@@ -21,6 +22,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from groundtrace.metrics import default_metrics
 
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -36,7 +38,7 @@ def _split(value: str | None) -> list[str]:
 @dataclass
 class Settings:
     enabled: bool = False
-    metrics: list[str] = field(default_factory=lambda: ["lexical", "facts"])
+    metrics: list[str] = field(default_factory=lambda: list(default_metrics()))
     sample_rate: float = 1.0
     sinks: list[str] = field(default_factory=list)
     queue_size: int = 1000
@@ -66,7 +68,7 @@ class Settings:
             raise ValueError(f"GROUNDTRACE_OPTIONS is not valid JSON: {error}") from None
         return cls(
             enabled=env_flag("GROUNDTRACE_ENABLED", env),
-            metrics=_split(env.get("GROUNDTRACE_METRICS")) or defaults.metrics,
+            metrics=_split(env.get("GROUNDTRACE_METRICS")) or list(default_metrics(env)),
             sample_rate=number("GROUNDTRACE_SAMPLE_RATE", 1.0, float),
             sinks=_split(env.get("GROUNDTRACE_SINKS")),
             queue_size=number("GROUNDTRACE_QUEUE_SIZE", defaults.queue_size, int),

@@ -8,11 +8,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from groundtrace.metrics import Metric, get_metric
+from groundtrace.metrics import Metric, default_metrics, get_metric
 from groundtrace.record import InvalidRecord, Record, coerce_record, placeholder_record
 from groundtrace.score import ScoredRecord
-
-DEFAULT_METRICS = ("lexical", "facts")
 
 
 def build_metrics(
@@ -22,10 +20,11 @@ def build_metrics(
     if isinstance(metrics, str):
         metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     options = options or {}
-    unknown = set(options) - {m if isinstance(m, str) else m.name for m in (metrics or DEFAULT_METRICS)}
+    metrics = metrics or default_metrics()
+    unknown = set(options) - {m if isinstance(m, str) else m.name for m in metrics}
     if unknown:
         raise ValueError(f"options given for metrics that are not selected: {', '.join(sorted(unknown))}")
-    return [get_metric(m, **options.get(m, {})) if isinstance(m, str) else m for m in (metrics or DEFAULT_METRICS)]
+    return [get_metric(m, **options.get(m, {})) if isinstance(m, str) else m for m in metrics]
 
 
 class Evaluator:
@@ -94,5 +93,5 @@ def evaluate(
     workers: int = 1,
     options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[ScoredRecord]:
-    """Score ``records`` (Records or mappings) with ``metrics`` (default: lexical and facts)."""
+    """Score ``records`` (Records or mappings) with ``metrics`` (default: ``default_metrics()``, i.e. grounding)."""
     return Evaluator(metrics, workers=workers, options=options).evaluate(records)

@@ -1,6 +1,6 @@
 """``groundtrace-run``: run a Python program with groundtrace switched on, no code change.
 
-    groundtrace-run [--metrics lexical,facts] [--sinks otel,jsonl] [--sample-rate 0.1] python app.py ...
+    groundtrace-run [--metrics grounding,facts] [--sinks otel,jsonl] [--sample-rate 0.1] python app.py ...
 
 In the spirit of ``opentelemetry-instrument``: it sets ``GROUNDTRACE_*`` variables, puts a
 ``sitecustomize`` on PYTHONPATH that instruments every installed integration at start-up, and

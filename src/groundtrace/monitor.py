@@ -81,7 +81,7 @@ class MonitorStats:
 class Monitor:
     """Background scoring for live traffic.
 
-    ``metrics``: names or instances (default: lexical and facts). ``sinks``: objects with
+    ``metrics``: names or instances (default: grounding). ``sinks``: objects with
     ``emit(record, scores)`` (see groundtrace.sinks), or names. ``sample_rate`` in [0, 1] decides
     per trace. ``queue_size`` bounds memory; beyond it records are dropped and counted.
     ``metric_timeout_s`` bounds each metric on each record: a metric that hangs yields an error

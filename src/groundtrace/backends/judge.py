@@ -194,10 +194,12 @@ def _drop_trailing_commas(text: str) -> str:
 
 
 def _loads(text: str) -> Any:
+    # strict=False: raw newlines and tabs inside strings, which llama.cpp's JSON grammar lets a
+    # model write, are read as they are instead of failing the whole reply
     try:
-        return json.loads(text)
+        return json.loads(text, strict=False)
     except json.JSONDecodeError:
-        return json.loads(_drop_trailing_commas(text))
+        return json.loads(_drop_trailing_commas(text), strict=False)
 
 
 _NOT_FOUND = object()
@@ -544,7 +546,7 @@ class JudgeClient:
             try:
                 response = self._request(self._payload(messages, params, n, mode, schema_name, json_schema), usage)
             except _Rejected as rejected:
-                format_problem = rejected.status in (400, 422) or (
+                format_problem = rejected.status in (400, 422) or _rejects_response_format(rejected.status, rejected.message) or (
                     400 <= rejected.status < 500 and re.search(r"response_format|json_schema|schema", rejected.message, re.IGNORECASE)
                 )
                 if i + 1 < len(candidates) and format_problem:
@@ -614,7 +616,9 @@ class JudgeClient:
                 return response
             except openai.APIStatusError as error:
                 status = error.status_code
-                if not (status == 429 or status >= 500 or status in (408, 409)):
+                # llama-cpp-python's server answers an unsupported response_format with HTTP 500
+                # (its request validation error); retrying cannot help, falling back can
+                if not (status == 429 or status >= 500 or status in (408, 409)) or _rejects_response_format(status, _error_text(error)):
                     raise _Rejected(status, _error_text(error)) from None
                 if attempt >= self.max_retries:
                     raise self._status_error(status, _error_text(error), retried=attempt) from None
@@ -686,6 +690,11 @@ def _with_schema_instruction(messages: list[dict[str, Any]], json_schema: dict[s
     else:
         out.append({"role": "user", "content": instruction})
     return out
+
+
+def _rejects_response_format(status: int, message: str) -> bool:
+    """A server error that is really the server refusing our response_format."""
+    return status >= 500 and re.search(r"response_format", message, re.IGNORECASE) is not None
 
 
 def _error_text(error: Any) -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import os
+from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -12,8 +14,30 @@ from groundtrace.metrics.base import Metric, Result
 _BUILTIN = {
     "lexical": "groundtrace.metrics.lexical:LexicalMetric",
     "facts": "groundtrace.metrics.facts:FactsMetric",
+    "grounding": "groundtrace.metrics.grounding:GroundingMetric",
+    # LLM-as-judge metrics (the openai extra): groundtrace.metrics.judged
+    "faithfulness": "groundtrace.metrics.judged.faithfulness:Faithfulness",
+    "answer_relevance": "groundtrace.metrics.judged.relevance:AnswerRelevance",
+    "context_relevance": "groundtrace.metrics.judged.relevance:ContextRelevance",
+    "context_recall": "groundtrace.metrics.judged.recall:ContextRecall",
+    "answer_correctness": "groundtrace.metrics.judged.correctness:AnswerCorrectness",
+    "answer_completeness": "groundtrace.metrics.judged.completeness:AnswerCompleteness",
+    "hallucination": "groundtrace.metrics.judged.hallucination:Hallucination",
+    "factuality": "groundtrace.metrics.judged.braintrust:Factuality",
+    "numeric_rater": "groundtrace.metrics.judged.braintrust:NumericRater",
 }
 _registered: dict[str, type[Metric]] = {}
+
+
+def judge_configured(environ: Mapping[str, str] | None = None) -> bool:
+    """A judge is configured when GROUNDTRACE_JUDGE_MODEL names one: an OPENAI_API_KEY that happens
+    to be set must not start spending money on every answer."""
+    return bool((environ if environ is not None else os.environ).get("GROUNDTRACE_JUDGE_MODEL", "").strip())
+
+
+def default_metrics(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """What runs when nobody chose: the offline detector, plus judge faithfulness when a judge is configured."""
+    return ("grounding", "faithfulness") if judge_configured(environ) else ("grounding",)
 
 
 def register_metric(cls: type[Metric]) -> type[Metric]:
@@ -49,4 +73,4 @@ def get_metric(spec: str | Metric, **options: Any) -> Metric:
     return metric_class(spec)(**options)
 
 
-__all__ = ["Metric", "Result", "get_metric", "metric_class", "metric_names", "register_metric"]
+__all__ = ["Metric", "Result", "default_metrics", "get_metric", "judge_configured", "metric_class", "metric_names", "register_metric"]

@@ -1,0 +1,80 @@
+"""Scored records -> one self-contained HTML page (inline CSS, JS and SVG; nothing fetched)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from groundtrace.io import read_scored
+from groundtrace.report.labels import gold_of, load_labels
+from groundtrace.report.records import mark_class, record_view, tooltip
+from groundtrace.report.summary import failures, metric_names, slowest, summarize
+from groundtrace.score import ScoredRecord
+
+DETAILS_CHARS = 20_000  # a Score's details as JSON, cut there: some metrics keep whole judge replies
+OPEN_UP_TO = 50  # records shown unfolded when the file has at most this many
+
+
+def _number(value: float | None, digits: int = 3) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _details_json(details: Mapping[str, Any]) -> str:
+    text = json.dumps(details, ensure_ascii=False, indent=1, default=str)
+    return text if len(text) <= DETAILS_CHARS else text[:DETAILS_CHARS] + "\n…"
+
+
+def _environment() -> Environment:
+    # Autoescape everywhere: questions, answers, contexts, reasons and even metric names and ids
+    # are untrusted text.
+    env = Environment(loader=PackageLoader("groundtrace", "report"), autoescape=True, undefined=StrictUndefined,
+                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters.update(number=_number, details_json=_details_json, tooltip=tooltip, mark_class=mark_class)
+    return env
+
+
+def render_report(rows: Sequence[ScoredRecord], *, labelled: Mapping[str, Mapping[str, Any]] | None = None,
+                  source: str = "scores") -> str:
+    """The page for ``rows``; ``labelled`` (rows of a labelled file by id) adds gold labels and spans."""
+    return _page(rows, labelled, source)[0]
+
+
+def _page(rows: Sequence[ScoredRecord], labelled: Mapping[str, Mapping[str, Any]] | None, source: str) -> tuple[str, int]:
+    golds = [gold_of(row, labelled) for row in rows]
+    metrics = metric_names(rows)
+    records = [record_view(i, row, metrics, gold) for i, (row, gold) in enumerate(zip(rows, golds))]
+    with_labels = sum(1 for g in golds if g is not None and g.label is not None)
+    html = _environment().get_template("report.html.j2").render(
+        source=source,
+        metrics=metrics,
+        summaries=summarize(rows, golds),
+        records=records,
+        flagged=sum(1 for r in records if r.flagged),
+        labelled=with_labels,
+        slowest=slowest(rows),
+        failures=failures(rows),
+        open_records=len(rows) <= OPEN_UP_TO,
+    )
+    return html, with_labels
+
+
+class Written(NamedTuple):
+    path: Path
+    records: int
+    labelled: int
+
+
+def write_report(scores: str | Path, output: str | Path | None = None, *, labels: str | Path | None = None) -> Written:
+    """Render ``scores`` (JSONL of ScoredRecord) to ``output`` (default: beside it, as .html)."""
+    scores = Path(scores)
+    rows = list(read_scored(scores))
+    labelled = load_labels(labels) if labels is not None else None
+    path = Path(output) if output is not None else scores.with_suffix(".html")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    html, with_labels = _page(rows, labelled, scores.name)
+    path.write_text(html, encoding="utf-8")
+    return Written(path, len(rows), with_labels)
