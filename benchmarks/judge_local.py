@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import platform
-import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -33,12 +32,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT.parent / "shared" / "data" / "ragtruth_qa_dev.jsonl"
-sys.path.insert(0, str(ROOT))  # the server launcher lives with the tests that also use it
 
 from groundtrace.backends.judge import DEFAULT_PRICES, JudgeClient, price_of
+from groundtrace.backends.local_llama import LlamaServer
 from groundtrace.metrics import get_metric
 from groundtrace.metrics.judged import JUDGE_METRICS
-from tests.judge.llama_server import LlamaServer
 
 
 def load(path: Path, limit: int) -> list[dict]:

