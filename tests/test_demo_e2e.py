@@ -110,7 +110,6 @@ def test_the_scores_are_feedback_on_local_mlflow_traces(demo: DemoRun) -> None:
     assert (demo.out / "mlflow" / "mlflow.db").is_file()
 
 
-@pytest.mark.skipif(importlib.util.find_spec("groundtrace.report") is None, reason="no HTML report renderer yet")
 def test_the_report_is_written_beside_the_scores(demo: DemoRun) -> None:
     assert (demo.out / "report.html").is_file()
     assert f"report: {demo.out / 'report.html'}" in demo.output
