@@ -7,11 +7,24 @@ from groundtrace.cli import app, parse_options
 runner = CliRunner()
 
 
-def test_metrics_lists_names_needs_and_direction():
-    result = runner.invoke(app, ["metrics"])
+def test_metrics_piped_prints_one_plain_row_per_metric_with_uncut_names():
+    result = runner.invoke(app, ["metrics"])  # CliRunner's stdout is not a terminal
     assert result.exit_code == 0
-    assert "lexical" in result.stdout and "facts" in result.stdout
-    assert "answer, contexts" in result.stdout and "higher = hallucinated" in result.stdout
+    rows = {line.split("\t")[0]: line.split("\t") for line in result.stdout.splitlines()}
+    assert {"lexical", "facts", "grounding", "answer_completeness", "context_relevance"} <= set(rows)
+    assert rows["lexical"][1:3] == ["answer,contexts", "higher = grounded"]
+    assert rows["grounding"][2] == "higher = hallucinated"
+
+
+def test_metrics_json_shows_the_threshold_each_metric_actually_uses():
+    from groundtrace.metrics import get_metric
+
+    result = runner.invoke(app, ["metrics", "--json"])
+    assert result.exit_code == 0
+    listed = {row["name"]: row for row in json.loads(result.stdout)}
+    assert listed["grounding"]["threshold"] == get_metric("grounding").threshold
+    assert listed["lexical"]["threshold"] == get_metric("lexical").threshold == 0.4
+    assert listed["facts"]["needs"] == ["answer", "contexts"] and listed["facts"]["higher_is_better"] is False
 
 
 def test_score_writes_one_line_per_record_with_ids_and_prints_a_summary(tmp_path):

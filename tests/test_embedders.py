@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from groundtrace import get_metric
-from groundtrace.backends import MissingExtraError
+from groundtrace._extras import MissingExtraError
 from groundtrace.backends.embedders import MiniLMEmbedder, OpenAIEmbedder, get_embedder
 from tests.loopback import LoopbackServer
 

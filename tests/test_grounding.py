@@ -6,13 +6,17 @@ from __future__ import annotations
 import importlib.resources
 import json
 import math
+import threading
 
+import numpy as np
 import pytest
 
 from groundtrace import Record
-from groundtrace.detector.features import FEATURE_NAMES, split_claims
-from groundtrace.detector.model import CARD_FILE, MODEL_FILE, DetectorModel
+from groundtrace.detector.claims import split_claims
+from groundtrace.detector.crossencoder import ONNX_FILE, CrossEncoder, shared_crossencoder
+from groundtrace.detector.windows import MAX_TOKENS, answer_minimum, build_windows, context_windows
 from groundtrace.metrics import get_metric
+from groundtrace.metrics.grounding import CARD_FILE
 
 
 @pytest.fixture(scope="module")
@@ -22,25 +26,29 @@ def grounding():
 
 def test_model_ships_inside_the_installed_package_and_loads_offline():
     packaged = importlib.resources.files("groundtrace.detector")
-    assert packaged.joinpath("grounding.onnx").is_file()
-    assert packaged.joinpath("grounding.json").is_file()
-    assert MODEL_FILE.stat().st_size <= 40 * 1024 * 1024
+    for name in ("grounding-xe.onnx", "grounding-xe.spm", "grounding-xe-normalizer.json", "grounding.json"):
+        assert packaged.joinpath(name).is_file(), name
+    assert ONNX_FILE.stat().st_size <= 60 * 1024 * 1024
     card = json.loads(CARD_FILE.read_text(encoding="utf-8"))
-    assert tuple(card["features"]) == FEATURE_NAMES
     assert 0.0 < card["threshold"] < 1.0
-    model = DetectorModel()
-    import numpy as np
+    assert get_metric("grounding").threshold == card["threshold"]
+    scores = CrossEncoder().score("When?", ["The museum opens at 9 am."], "It opens at 9 am.")
+    assert len(scores.p_unsupported) == len(scores.encoding) > 0
+    assert all(0.0 <= p <= 1.0 for p in scores.p_unsupported)
 
-    p = model.predict(np.zeros((3, len(FEATURE_NAMES)), np.float32))
-    assert p.shape == (3,) and all(0.0 <= v <= 1.0 for v in p)
 
-
-def test_model_refuses_a_card_trained_on_other_features(tmp_path):
-    card = json.loads(CARD_FILE.read_text(encoding="utf-8"))
-    card["features"] = card["features"][:-1]
-    (tmp_path / "card.json").write_text(json.dumps(card), encoding="utf-8")
-    with pytest.raises(RuntimeError, match="retrain"):
-        _ = DetectorModel(card=tmp_path / "card.json").threshold
+def test_one_model_per_process_shared_by_threads_gives_the_same_scores():
+    assert shared_crossencoder() is shared_crossencoder()
+    model = shared_crossencoder()
+    record = ("How long?", ["Books are lent for 21 days."], "You can keep a book for 21 days.")
+    expected = model.score(*record).p_unsupported
+    results: list = []
+    threads = [threading.Thread(target=lambda: results.append(model.score(*record).p_unsupported)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 4 and all(np.allclose(r, expected, atol=1e-6) for r in results)
 
 
 PLANTED = {
@@ -93,24 +101,44 @@ def test_a_baseless_sentence_is_flagged_as_a_whole(grounding):
     answer = "Books are lent for 21 days. " + addition
     score = grounding.score(Record(question="What are the rules?", contexts=[context], answer=answer, language="en"))
     assert score.hallucinated
-    start = answer.index(addition)
-    assert [(s.start, s.end) for s in score.spans] == [(start, start + len(addition))]
+    start, end = answer.index(addition), answer.index(addition) + len(addition)
+    assert score.spans and all(start <= s.start and s.end <= end for s in score.spans), score.spans
+    assert sum(s.end - s.start for s in score.spans) >= len(addition) // 3  # most of it, not one stray token
     claims = score.details["claims"]
     assert len(claims) == 2 and claims[1]["p_unsupported"] > claims[0]["p_unsupported"]
 
 
 def test_a_context_longer_than_the_encoder_window_is_read_to_its_end(grounding):
     # The supporting sentence sits after ~40,000 characters of unrelated text: found only if the
-    # context is split and every piece embedded, not cut at the encoder's limit.
+    # context is read in windows to its end, not cut at the encoder's 512 tokens.
     filler = " ".join(f"Paragraph {i} describes the history of tram line {i} in great detail." for i in range(600))
     fact = "The museum opens at 9 am and closes at 6 pm every day except Monday."
     answer = "The museum opens at 9 am and closes at 6 pm, every day but Monday."
     with_fact = grounding.score(Record(question="When is the museum open?", contexts=[filler + " " + fact], answer=answer))
     without = grounding.score(Record(question="When is the museum open?", contexts=[filler], answer=answer))
     assert with_fact.ok and without.ok
-    assert with_fact.details["context_sentences"] > 600
+    assert with_fact.details["windows"] > 20
     assert with_fact.value < without.value
     assert without.hallucinated and not with_fact.hallucinated
+
+
+def test_windows_cover_every_context_and_answer_token_within_the_encoder_limit():
+    tokenizer = shared_crossencoder().tokenizer
+    context = " ".join(f"Sentence number {i} of a long context." for i in range(400))
+    answer = tokenizer.encode(" ".join(f"Claim {i} of a long answer." for i in range(120)))
+    windows = build_windows(tokenizer, "What does it say?", [context], answer)
+    assert all(len(w.ids) <= MAX_TOKENS for w in windows)
+    assert sorted(set(np.concatenate([w.answer_tokens for w in windows]).tolist())) == list(range(len(answer)))
+    pieces = context_windows(np.arange(5000), 300)
+    assert all(len(p) <= 300 for p in pieces) and pieces[0][0] == 0 and pieces[-1][-1] == 4999
+    assert all(b[0] <= a[-1] for a, b in zip(pieces, pieces[1:]))  # consecutive windows overlap: nothing skipped
+    values = [np.full(len(w.ids), float(i)) for i, w in enumerate(windows)]
+    # a token's value is the minimum over the windows that read it: here the first window of its chunk
+    first_of_chunk = {}
+    for i, w in enumerate(windows):
+        first_of_chunk.setdefault(int(w.answer_tokens[0]), i)
+    minimum = answer_minimum(windows, values, len(answer))
+    assert minimum[0] == 0.0 and minimum[-1] == float(max(first_of_chunk.values()))
 
 
 def test_claims_cut_long_sentences_at_clause_joints():
@@ -160,3 +188,44 @@ def test_grounding_is_the_default_metric_unless_a_judge_is_configured(monkeypatc
     assert Settings.from_env({}).metrics == ["grounding"]
     assert Settings.from_env({"GROUNDTRACE_JUDGE_MODEL": "gpt-4o-mini"}).metrics == ["grounding", "faithfulness"]
     assert default_metrics({"GROUNDTRACE_JUDGE_MODEL": " "}) == ("grounding",)
+
+
+SAMPLES = [
+    "The Verkhneozersk resident permit costs 600 rubles a year; holders of electric cars get it free.",
+    "Don't forget: the café's Wi-Fi password is “blue-lake-42” (case-sensitive) — ask staff at 08:30.",
+    "Жители улиц, вошедших в зону платной парковки, могут оформить резидентное разрешение через МФЦ.",
+    "Ещё раз: ёлку привезут 31 декабря, её установят на площади «Северная».",
+    "居民身份证有效期限分为四档：16周岁以下为5年，16至25周岁为10年。",
+    "证件有效期满前3个月内，即可到户籍所在地的公安机关申请换领（工本费20元）。",
+    "Ｆｕｌｌ－ｗｉｄｔｈ　ＡＢＣ，１２３ and ﬁne ligatures",
+]
+
+
+@pytest.mark.parametrize("text", SAMPLES)
+def test_the_pruned_tokenizer_round_trips_ru_zh_en_without_unknown_tokens(text):
+    tokenizer = shared_crossencoder().tokenizer
+    enc = tokenizer.encode(text)
+    assert tokenizer.unk_id not in enc.ids.tolist()
+    # the offsets index the original text: every visible character belongs to exactly one token
+    covered = np.zeros(len(text), dtype=int)
+    for s, e in zip(enc.starts, enc.ends):
+        assert 0 <= s <= e <= len(text)
+        covered[s:e] += 1
+    visible = np.array([not ch.isspace() for ch in text])
+    assert (covered[visible] == 1).all()
+
+
+def test_the_tokenizer_knows_the_shared_data_without_unknown_tokens():
+    from pathlib import Path
+
+    tokenizer = shared_crossencoder().tokenizer
+    benchmarks = Path(__file__).parents[1] / "benchmarks" / "data"
+    unknown = total = 0
+    for path in sorted(benchmarks.glob("paraphrase_*.jsonl")):
+        for line in open(path, encoding="utf-8"):
+            row = json.loads(line)
+            for text in [row["answer"], *row["contexts"]]:
+                ids = tokenizer.encode(text).ids
+                unknown += int((ids == tokenizer.unk_id).sum())
+                total += len(ids)
+    assert total > 20_000 and unknown / total < 1e-4

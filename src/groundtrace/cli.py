@@ -111,19 +111,34 @@ def records_table(rows: Sequence[ScoredRecord], limit: int = 20) -> Table:
 
 
 @app.command("metrics")
-def metrics_command() -> None:
-    """List the metrics and what each needs."""
+def metrics_command(
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per metric, as a list.")] = False,
+) -> None:
+    """List the metrics, what each needs, its direction and the threshold it uses."""
     from groundtrace.metrics import metric_class, metric_names
 
-    table = Table(title="groundtrace metrics")
-    for column in ("name", "needs", "direction", "threshold", "what it measures"):
-        table.add_column(column)
+    rows = []
     for name in metric_names():
         cls = metric_class(name)
-        table.add_row(
-            name, ", ".join(cls.requires), "higher = grounded" if cls.higher_is_better else "higher = hallucinated",
-            f"{cls.default_threshold:g}", cls.description,
-        )
+        rows.append({"name": name, "needs": list(cls.requires), "higher_is_better": cls.higher_is_better,
+                     "threshold": cls.documented_threshold(), "description": cls.description})
+    if as_json:
+        out.print_json(json.dumps(rows))
+        return
+    direction = lambda row: "higher = grounded" if row["higher_is_better"] else "higher = hallucinated"  # noqa: E731
+    if not out.is_terminal:  # piped: plain tab-separated rows that grep and cut can read
+        for row in rows:
+            print("\t".join([row["name"], ",".join(row["needs"]), direction(row), f"{row['threshold']:g}", row["description"]]))
+        return
+    table = Table(title="groundtrace metrics")
+    # identifiers are never cut: the name and threshold columns keep their width, the description wraps
+    table.add_column("name", no_wrap=True, min_width=max(len(r["name"]) for r in rows))
+    table.add_column("needs", overflow="fold")
+    table.add_column("direction", overflow="fold")
+    table.add_column("threshold", no_wrap=True)
+    table.add_column("what it measures", ratio=1)
+    for row in rows:
+        table.add_row(row["name"], ", ".join(row["needs"]), direction(row), f"{row['threshold']:g}", row["description"])
     out.print(table)
 
 

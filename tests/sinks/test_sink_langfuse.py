@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("langfuse")
 
-from groundtrace.backends import MissingExtraError  # noqa: E402
+from groundtrace._extras import MissingExtraError  # noqa: E402
 from groundtrace.sinks import sink_class  # noqa: E402
 from groundtrace.sinks.langfuse import LangfuseSink  # noqa: E402
 

@@ -13,7 +13,7 @@ import pytest
 
 langsmith = pytest.importorskip("langsmith")
 
-from groundtrace.backends import MissingExtraError  # noqa: E402
+from groundtrace._extras import MissingExtraError  # noqa: E402
 from groundtrace.sinks import sink_class  # noqa: E402
 from groundtrace.sinks.langsmith import LangSmithSink  # noqa: E402
 

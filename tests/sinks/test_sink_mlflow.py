@@ -12,7 +12,7 @@ import pytest
 mlflow = pytest.importorskip("mlflow")
 
 from groundtrace import trace_context  # noqa: E402
-from groundtrace.backends import MissingExtraError  # noqa: E402
+from groundtrace._extras import MissingExtraError  # noqa: E402
 from groundtrace.sinks import sink_class  # noqa: E402
 from groundtrace.sinks.mlflow import MLflowSink, active_mlflow_trace_id  # noqa: E402
 

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("phoenix.client")
 
-from groundtrace.backends import MissingExtraError  # noqa: E402
+from groundtrace._extras import MissingExtraError  # noqa: E402
 from groundtrace.sinks import sink_class  # noqa: E402
 from groundtrace.sinks.phoenix import PhoenixSink  # noqa: E402
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from groundtrace.backends import missing_extra
+from groundtrace._extras import missing_extra
 from groundtrace.text.sentences import split_sentences
 
 

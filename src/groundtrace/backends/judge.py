@@ -43,7 +43,7 @@ from typing import Any, Generic, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from groundtrace.backends import missing_extra
+from groundtrace._extras import missing_extra
 from groundtrace.score import Cost
 
 log = logging.getLogger("groundtrace.backends.judge")

@@ -58,7 +58,7 @@ class Metric:
         max_answer_chars: int | None = None,
         max_context_chars: int | None = None,
     ) -> None:
-        self.threshold = self.default_threshold if threshold is None else float(threshold)
+        self.threshold = self.documented_threshold() if threshold is None else float(threshold)
         if not 0.0 <= self.threshold <= 1.0:
             raise ValueError(f"{self.name}: threshold must lie in [0, 1], got {self.threshold}")
         self.max_answer_chars = max_answer_chars or self.default_max_answer_chars
@@ -105,6 +105,11 @@ class Metric:
     async def ascore(self, record: Record | Any) -> Score:
         """Score one record without blocking the event loop."""
         return await asyncio.to_thread(self.score, record)
+
+    @classmethod
+    def documented_threshold(cls) -> float:
+        """The threshold used when none is given (a trained metric reads it from its model card)."""
+        return cls.default_threshold
 
     def verdict(self, value: float, threshold: float | None = None) -> bool:
         """Hallucinated at ``threshold`` (default: this metric's own)?"""

@@ -1,112 +1,134 @@
 """`grounding`: the trained offline detector (no API, CPU only), the default metric without a judge.
 
-    claims   = the answer's sentences, long ones cut at clause joints
-    p_i      = network(features of claim i against the context sentences)     P(claim i unsupported)
-    value    = max_i p_i                                                       higher = more hallucinated
-    spans    = every claim with p_i >= threshold; where such a claim is otherwise covered by the
-               contexts and only its numbers, dates or names are absent, just those facts
+A multilingual cross-encoder (multilingual-e5-small's first 6 layers, fine-tuned) reads the
+question and contexts together with the answer and gives every answer token P(unsupported):
 
-The model card is docs/grounding-model-card.md; training is training/train_detector.py.
+    claims   = the answer's sentences, long ones cut at clause joints (lead-ins, citations and
+               refusals are not claims)
+    p_t      = P(token t unsupported), the minimum over the context windows that read it
+    p_claim  = max of p_t over the claim's tokens
+    value    = max over the claims                                     higher = more hallucinated
+    spans    = runs of tokens with p_t >= threshold, widened to whole words
+
+The model card is docs/grounding-model-card.md; training is training/build_crossencoder.sh.
 """
 
 from __future__ import annotations
 
-from groundtrace.backends.embedders import Embedder, USEEmbedder
-from groundtrace.detector.features import (
-    FEATURE_NAMES,
-    Claim,
-    ContextView,
-    clear_context_views,
-    claim_features,
-    context_view,
-    split_claims,
-)
-from groundtrace.detector.model import DetectorModel, shared_model
+import json
+from functools import lru_cache
+
+import numpy as np
+
+from groundtrace.detector.claims import Claim, split_claims
+from groundtrace.detector.crossencoder import MODEL_DIR, CrossEncoder, TokenScores, shared_crossencoder
 from groundtrace.metrics.base import Metric, Result
 from groundtrace.record import Record
 from groundtrace.score import Span
-from groundtrace.text.facts import extract_facts
 
-_COVERAGE = FEATURE_NAMES.index("term_coverage")
-# A flagged claim whose words the contexts cover this well is wrong in its facts, not as a whole.
-_FACT_ONLY_COVERAGE = 0.75
-_shared_embedders: dict[int, USEEmbedder] = {}
+CARD_FILE = MODEL_DIR / "grounding.json"
 
 
-def _embedder(threads: int) -> USEEmbedder:
-    # The model was trained on USE features: no other embedder may stand in.
-    return _shared_embedders.setdefault(threads, USEEmbedder(threads=threads))
+@lru_cache(maxsize=1)
+def model_card() -> dict:
+    return json.loads(CARD_FILE.read_text(encoding="utf-8"))
 
 
 class GroundingMetric(Metric):
     name = "grounding"
-    description = "Trained offline detector: probability that the answer states something the contexts do not support, with the unsupported spans."
+    description = ("Trained offline cross-encoder: probability that the answer states something the contexts "
+                   "do not support, with the unsupported spans.")
     requires = ("answer", "contexts")
     higher_is_better = False
-    default_threshold = 0.5  # replaced by the model card's threshold (fitted on synthetic validation data)
+    # The encoder reads every context window against every answer chunk: 300,000 characters of
+    # context is ~200 windows, several seconds; beyond that an error Score says so.
+    default_max_context_chars = 300_000
+    default_threshold = 0.5  # never used: documented_threshold() is the model card's (fitted on ragtruth_qa_dev)
 
-    def __init__(self, *, threads: int = 1, model: DetectorModel | None = None, embedder: Embedder | None = None, **options) -> None:
-        self.model = model or shared_model(threads)
-        if options.get("threshold") is None:
-            options["threshold"] = self.model.threshold
+    @classmethod
+    def documented_threshold(cls) -> float:
+        return float(model_card()["threshold"])
+
+    def __init__(self, *, threads: int = 1, model: CrossEncoder | None = None, **options) -> None:
         super().__init__(**options)
-        self._embedder = embedder or _embedder(threads)
-
-    @property
-    def embedder(self) -> Embedder:
-        return self._embedder
-
-    def reset_caches(self) -> None:
-        clear_context_views()
+        self.model = model or shared_crossencoder(threads)
 
     def compute(self, record: Record, language: str) -> Result:
         contexts = [c for c in record.contexts if c.strip()]
         claims = split_claims(record.answer, language)
         if not claims:
-            return Result(0.0, "the answer has no words to check", details={"claims": []})
+            return Result(0.0, "the answer has no claims to check", details={"claims": []})
         if not contexts:
             spans = [Span(start=c.start, end=c.end, text=c.text, label="unsupported", score=1.0) for c in claims]
             return Result(1.0, "no contexts were retrieved, so nothing in the answer is supported", spans,
                           {"claims": [_claim_detail(c, 1.0) for c in claims]})
-        view = context_view(contexts, language, self._embedder)
-        features = claim_features(claims, record.question or "", view, language, self._embedder)
-        probabilities = self.model.predict(features)
-        flagged = [(c, float(p), f) for c, p, f in zip(claims, probabilities, features) if p >= self.threshold]
-        spans = [span for claim, p, f in flagged for span in self._spans(claim, p, f, view, language)]
-        value = float(probabilities.max())
+        scores = self.model.score(record.question, contexts, record.answer)
+        claim_p = [_claim_probability(scores, c) for c in claims]
+        value = max(claim_p)
+        spans = _spans(record.answer, scores, self.threshold, claims)
         return Result(
             value=value,
-            reason=_reason(value, claims, flagged),
+            reason=_reason(value, claims, claim_p, spans, self.threshold),
             spans=spans,
             details={
-                "claims": [_claim_detail(c, float(p)) for c, p in zip(claims, probabilities)],
-                "context_sentences": len(view.sentences),
-                "model": self.model.card.get("version", self.model.path.name),
+                "claims": [_claim_detail(c, p) for c, p in zip(claims, claim_p)],
+                "windows": scores.windows,
+                "model": model_card().get("version", "grounding"),
             },
         )
 
-    def _spans(self, claim: Claim, p: float, features, view: ContextView, language: str) -> list[Span]:
-        if features[_COVERAGE] >= _FACT_ONLY_COVERAGE:
-            absent = [f for f in extract_facts(claim.text, language) if not view.facts.supports(f)]
-            if absent:
-                return [
-                    Span(start=claim.start + f.start, end=claim.start + f.end, text=f.text,
-                         label=f"unsupported {f.kind}", score=round(p, 4))
-                    for f in absent
-                ]
-        return [Span(start=claim.start, end=claim.end, text=claim.text, label="unsupported", score=round(p, 4))]
+
+def _in_claims(starts: np.ndarray, ends: np.ndarray, claims: list[Claim]) -> np.ndarray:
+    inside = np.zeros(len(starts), dtype=bool)
+    for c in claims:
+        inside |= (starts < c.end) & (ends > c.start)
+    return inside
+
+
+def _claim_probability(scores: TokenScores, claim: Claim) -> float:
+    enc = scores.encoding
+    inside = (enc.starts < claim.end) & (enc.ends > claim.start)
+    return float(scores.p_unsupported[inside].max()) if inside.any() else 0.0
+
+
+def _spans(answer: str, scores: TokenScores, threshold: float, claims: list[Claim]) -> list[Span]:
+    enc, p = scores.encoding, scores.p_unsupported
+    flagged = (p >= threshold) & _in_claims(enc.starts, enc.ends, claims)
+    runs: list[list[int]] = []  # [start, end, first token, last token]
+    for i in np.flatnonzero(flagged):
+        s, e = int(enc.starts[i]), int(enc.ends[i])
+        if runs and not answer[runs[-1][1]:s].strip():
+            runs[-1][1], runs[-1][3] = max(runs[-1][1], e), i
+        else:
+            runs.append([s, e, i, i])
+    spans = []
+    for s, e, first, last in runs:
+        while s > 0 and answer[s - 1].isalnum() and not _is_cjk(answer[s - 1]):
+            s -= 1
+        while e < len(answer) and answer[e].isalnum() and not _is_cjk(answer[e]):
+            e += 1
+        text = answer[s:e]
+        lead, trail = len(text) - len(text.lstrip(" \t\n,;:")), len(text) - len(text.rstrip(" \t\n,;:"))
+        s, e = s + lead, e - trail
+        if e > s:
+            spans.append(Span(start=s, end=e, text=answer[s:e], label="unsupported",
+                              score=round(float(p[first:last + 1].max()), 4)))
+    return spans
+
+
+def _is_cjk(ch: str) -> bool:
+    return "\u3040" <= ch <= "\u9fff" or "\uac00" <= ch <= "\ud7af"
 
 
 def _claim_detail(claim: Claim, p: float) -> dict:
     return {"start": claim.start, "end": claim.end, "p_unsupported": round(p, 4)}
 
 
-def _reason(value: float, claims: list[Claim], flagged: list[tuple[Claim, float, object]]) -> str:
+def _reason(value: float, claims: list[Claim], claim_p: list[float], spans: list[Span], threshold: float) -> str:
+    flagged = [(c, p) for c, p in zip(claims, claim_p) if p >= threshold]
     if not flagged:
         return f"all {len(claims)} claims look supported by the contexts (highest P(unsupported) {value:.2f})"
-    worst = max(flagged, key=lambda item: item[1])
-    quoted = worst[0].text if len(worst[0].text) <= 120 else worst[0].text[:117] + "…"
-    return (
-        f"{len(flagged)} of {len(claims)} claims look unsupported by the contexts; "
-        f"the least supported (P={worst[1]:.2f}): \"{quoted}\""
-    )
+    worst = max(spans, key=lambda s: s.score or 0.0) if spans else None
+    quoted = worst.text if worst is None or len(worst.text) <= 120 else worst.text[:117] + "…"
+    return (f"{len(flagged)} of {len(claims)} claims look unsupported by the contexts; "
+            f"the least supported phrase (P={value:.2f}): \"{quoted}\"")

@@ -28,7 +28,7 @@ import os
 import uuid
 from typing import Any
 
-from groundtrace.backends import missing_extra
+from groundtrace._extras import missing_extra
 from groundtrace.record import Record
 from groundtrace.score import Score
 from groundtrace.sinks import Sink, retry_with_backoff, score_label, spans_summary

@@ -24,7 +24,7 @@ import logging
 import threading
 from typing import Any
 
-from groundtrace.backends import missing_extra
+from groundtrace._extras import missing_extra
 from groundtrace.record import Record
 from groundtrace.score import Score
 from groundtrace.sinks import Sink, score_label, spans_summary

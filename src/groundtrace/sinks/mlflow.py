@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from groundtrace import trace_context
-from groundtrace.backends import missing_extra
+from groundtrace._extras import missing_extra
 from groundtrace.record import Record
 from groundtrace.score import Score
 from groundtrace.sinks import Sink, retry_with_backoff, score_label, spans_summary

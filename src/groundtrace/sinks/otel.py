@@ -11,7 +11,7 @@ import json
 import logging
 from typing import Any
 
-from groundtrace.backends import missing_extra
+from groundtrace._extras import missing_extra
 from groundtrace.record import Record
 from groundtrace.score import Score
 from groundtrace.sinks import Sink, score_label, spans_summary

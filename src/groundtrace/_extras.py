@@ -1,0 +1,15 @@
+"""One clear error for a missing optional dependency, naming the extra that installs it (used by
+backends, sinks and sources alike, so none of them imports another layer just for this)."""
+
+from __future__ import annotations
+
+
+class MissingExtraError(ImportError):
+    """An optional dependency is not installed; the message names the extra that provides it."""
+
+
+def missing_extra(extra: str, what: str, error: ImportError) -> MissingExtraError:
+    return MissingExtraError(
+        f"{what} needs optional dependencies that are not installed ({error.name or error}): "
+        f"pip install 'groundtrace[{extra}]'"
+    )

@@ -1,0 +1,87 @@
+"""The shipped cross-encoder: reads question + contexts and the answer together and gives each answer
+token P(unsupported). int8 ONNX run by onnxruntime; no torch. One session per process and thread
+count, shared by every metric instance and thread (``InferenceSession.run`` is thread-safe).
+
+Files beside this module: ``grounding-xe.onnx`` (the network, its vocabulary pruned to en/ru/zh),
+``grounding-xe.spm`` + ``grounding-xe-normalizer.json`` (its tokenizer) and ``grounding.json``
+(the card: threshold, numbers, training), all reproduced by ``training/build_crossencoder.sh``.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from groundtrace.detector.tokenizer import Encoding, XETokenizer
+from groundtrace.detector.windows import MAX_TOKENS, answer_minimum, build_windows, pad_batch
+
+MODEL_DIR = Path(__file__).parent
+ONNX_FILE = MODEL_DIR / "grounding-xe.onnx"
+TOKENIZER_FILE = MODEL_DIR / "grounding-xe.spm"
+NORMALIZER_FILE = MODEL_DIR / "grounding-xe-normalizer.json"
+# Windows per onnxruntime call: bounds the activations of one call (~40 MB at 512 tokens each).
+_WINDOWS_PER_RUN = 4
+
+
+@dataclass(frozen=True)
+class TokenScores:
+    encoding: Encoding  # the answer's tokens with character offsets
+    p_unsupported: np.ndarray  # per token
+    windows: int
+
+
+class CrossEncoder:
+    def __init__(self, onnx_file: Path = ONNX_FILE, tokenizer_file: Path = TOKENIZER_FILE,
+                 normalizer_file: Path = NORMALIZER_FILE, threads: int = 1) -> None:
+        self.onnx_file = Path(onnx_file)
+        self.tokenizer_file = Path(tokenizer_file)
+        self.normalizer_file = Path(normalizer_file)
+        self.threads = threads
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._tokenizer: XETokenizer | None = None
+
+    def _load(self) -> tuple[Any, XETokenizer]:
+        if self._session is None:
+            with self._lock:
+                if self._session is None:
+                    import onnxruntime as ort
+
+                    options = ort.SessionOptions()
+                    options.intra_op_num_threads = self.threads
+                    options.inter_op_num_threads = 1
+                    self._tokenizer = XETokenizer(self.tokenizer_file, self.normalizer_file)
+                    self._session = ort.InferenceSession(str(self.onnx_file), options,
+                                                         providers=["CPUExecutionProvider"])
+        assert self._tokenizer is not None
+        return self._session, self._tokenizer
+
+    @property
+    def tokenizer(self) -> XETokenizer:
+        return self._load()[1]
+
+    def score(self, question: str | None, contexts: list[str], answer: str) -> TokenScores:
+        session, tokenizer = self._load()
+        encoding = tokenizer.encode(answer)
+        if len(encoding) == 0:
+            return TokenScores(encoding, np.zeros(0), 0)
+        windows = build_windows(tokenizer, question, contexts, encoding, MAX_TOKENS)
+        values: list[np.ndarray] = []
+        for start in range(0, len(windows), _WINDOWS_PER_RUN):
+            part = windows[start:start + _WINDOWS_PER_RUN]
+            ids, mask = pad_batch(part, tokenizer.pad_id)
+            values.extend(session.run(None, {"input_ids": ids, "attention_mask": mask})[0])
+        return TokenScores(encoding, answer_minimum(windows, values, len(encoding)).astype(np.float64), len(windows))
+
+
+_shared: dict[int, CrossEncoder] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_crossencoder(threads: int = 1) -> CrossEncoder:
+    with _shared_lock:
+        return _shared.setdefault(threads, CrossEncoder(threads=threads))
