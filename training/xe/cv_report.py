@@ -1,4 +1,5 @@
-"""Cross-validated numbers on ragtruth_qa_dev from ``build.py cv``'s out-of-fold token probabilities.
+"""Cross-validated numbers on ragtruth_qa_dev from ``build.py cv``'s out-of-fold token probabilities
+(``WORK/cv_fold{0..4}.jsonl``).
 
 Every threshold applied to a fold is fitted on the other four folds' predictions (F1-optimal);
 the pooled out-of-fold predictions give the shipped threshold. Prints response-level ROC AUC,
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--old-scores", type=Path, default=None, help="groundtrace score output with grounding/lexical")
     args = parser.parse_args(argv)
     rows = {r["id"]: r for r in build.data.read_jsonl(build.DATA / "ragtruth_qa_dev.jsonl")}
-    preds = list(build.data.read_jsonl(args.work / "cv_predictions.jsonl"))
+    preds = [p for fold in range(build.FOLDS) for p in build.data.read_jsonl(args.work / f"cv_fold{fold}.jsonl")]
     labels = np.array([p["label"] for p in preds])
     folds = np.array([p["fold"] for p in preds])
     probs = [np.asarray(p["p"]) for p in preds]
