@@ -130,7 +130,7 @@ def train(model, items: list[Item], *, epochs: float, lr: float, seed: int, toke
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
-        running.append(float(loss))
+        running.append(float(loss.detach()))
         if log and (step % 20 == 0 or step == total - 1):
             with open(log, "a") as f:
                 f.write(json.dumps({"step": step, "of": total, "loss": round(float(np.mean(running[-20:])), 4),
