@@ -1,35 +1,11 @@
-"""The LLM-judge backend: one small client for any OpenAI-compatible chat endpoint (OpenAI, Azure
-OpenAI's v1 API, vLLM, llama.cpp server, Ollama) that returns validated pydantic objects.
-
-    client = JudgeClient()                      # model, key, URL from arguments or the environment
-    result = client.complete(messages, Verdict) # result.parsed[0] is a Verdict, or JudgeError
-
-What it does for the caller:
-
-- Structured output in the best form the server accepts, detected once and remembered per client
-  and (base URL, model): ``json_schema`` (strict), then ``json_object`` with a ``schema`` (what
-  llama.cpp's server constrains by grammar), then plain text. Whatever the mode, the reply is read
-  tolerantly (``<think>`` blocks and code fences stripped, the first balanced ``{...}``/``[...]``
-  taken, trailing commas forgiven) and validated against the caller's pydantic model; a reply that
-  does not parse or validate gets one repair request before it counts as a failure.
-- Retries with exponential backoff on 429, 5xx, timeouts and refused connections, honouring
-  ``Retry-After`` (bounded); a per-request timeout; a concurrency limit shared by all threads.
-- An sqlite cache on disk keyed by (base URL, model, messages, params, requested schema).
-- Token and cost accounting from the server's ``usage`` and a price table.
-- Every failure the caller sees is one exception type, :class:`JudgeError`, whose message says what
-  went wrong and what to do; a result never holds NaN or a half-parsed object.
-
-Environment: ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``GROUNDTRACE_JUDGE_MODEL`` (default
-``gpt-4o-mini``), ``GROUNDTRACE_JUDGE_CACHE_DIR`` (default ``$XDG_CACHE_HOME/groundtrace/judge``
-or ``~/.cache/groundtrace/judge``).
-"""
+"""The judge client: structured-output mode detection, retries with backoff, the concurrency
+limit, the repair request, the cache and cost accounting around one OpenAI-compatible chat endpoint
+(see the package's doc)."""
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
-import hashlib
-import json
 import logging
 import os
 import random
@@ -41,9 +17,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Generic, Literal, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from groundtrace._extras import missing_extra
+from groundtrace.backends.judge.cache import JudgeCache, default_cache_dir
+from groundtrace.backends.judge.parsing import (
+    extract_json,
+    looks_like_refusal,
+    safe_schema_name,
+    strict_schema,
+    validation_message,
+    with_schema_instruction,
+)
+from groundtrace.backends.judge.prices import DEFAULT_PRICES, Price, cost_of
 from groundtrace.score import Cost
 
 log = logging.getLogger("groundtrace.backends.judge")
@@ -54,48 +40,6 @@ MODES: tuple[Mode, ...] = ("json_schema", "json_object", "text")
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-
-
-# ----------------------------------------------------------------------------------------- prices
-
-
-class Price(BaseModel):
-    """USD per one million tokens."""
-
-    model_config = ConfigDict(frozen=True)
-
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
-
-
-#: Standard (non-batch, uncached-input) list prices in USD per 1M tokens, as published on
-#: https://openai.com/api/pricing on PRICES_DATE. Prices change: pass ``prices=`` to override or add
-#: models (an Azure deployment name, a local model at 0.0). A model missing here costs ``None``.
-PRICES_DATE = "2025-06-01"
-DEFAULT_PRICES: dict[str, Price] = {
-    "gpt-4o-mini": Price(input=0.15, output=0.60),
-    "gpt-4o": Price(input=2.50, output=10.00),
-    "gpt-4.1": Price(input=2.00, output=8.00),
-    "gpt-4.1-mini": Price(input=0.40, output=1.60),
-    "gpt-4.1-nano": Price(input=0.10, output=0.40),
-    "o3-mini": Price(input=1.10, output=4.40),
-    "gpt-3.5-turbo": Price(input=0.50, output=1.50),
-}
-
-_SNAPSHOT = re.compile(r"-\d{4}-\d{2}-\d{2}$")
-
-
-def price_of(model: str, prices: Mapping[str, Price]) -> Price | None:
-    """The price of ``model``; a dated snapshot (``gpt-4o-mini-2024-07-18``) takes its family's price."""
-    if model in prices:
-        return prices[model]
-    return prices.get(_SNAPSHOT.sub("", model))
-
-
-def cost_of(model: str, input_tokens: int, output_tokens: int, prices: Mapping[str, Price]) -> Cost:
-    price = price_of(model, prices)
-    usd = None if price is None else (input_tokens * price.input + output_tokens * price.output) / 1e6
-    return Cost(input_tokens=input_tokens, output_tokens=output_tokens, usd=usd)
 
 
 # ----------------------------------------------------------------------------------------- errors
@@ -139,187 +83,6 @@ class JudgeResult(BaseModel, Generic[T]):
         return self.parsed[0]
 
 
-# ---------------------------------------------------------------------------- JSON from free text
-
-_FENCE = re.compile(r"```[ \t]*(?:json|JSON|json5)?[ \t]*\n?(.*?)```", re.DOTALL)
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
-
-
-def _outside_strings(text: str, begin: int = 0):
-    """(index, character) from ``begin`` on, skipping what lies inside JSON string literals."""
-    in_string = escaped = False
-    for i in range(begin, len(text)):
-        c = text[i]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif c == "\\":
-                escaped = True
-            elif c == '"':
-                in_string = False
-            continue
-        if c == '"':
-            in_string = True
-        yield i, c
-
-
-def _balanced_spans(text: str, limit: int = 16) -> list[str]:
-    """Balanced ``{...}``/``[...]`` substrings in order of their start, aware of JSON strings."""
-    spans: list[str] = []
-    start = 0
-    while len(spans) < limit:
-        starts = [i for i in (text.find("{", start), text.find("[", start)) if i >= 0]
-        if not starts:
-            break
-        begin = min(starts)
-        depth, end = 0, -1
-        for i, c in _outside_strings(text, begin):
-            if c in "{[":
-                depth += 1
-            elif c in "}]":
-                depth -= 1
-                if depth == 0:
-                    end = i
-                    break
-        if end >= 0:
-            spans.append(text[begin : end + 1])
-        start = begin + 1
-    return spans
-
-
-def _drop_trailing_commas(text: str) -> str:
-    """Remove a comma that directly precedes ``}`` or ``]`` (outside strings)."""
-    dropped = {i for i, c in _outside_strings(text) if c == "," and text[i + 1 :].lstrip()[:1] in ("}", "]")}
-    return "".join(c for i, c in enumerate(text) if i not in dropped)
-
-
-def _loads(text: str) -> Any:
-    # strict=False: raw newlines and tabs inside strings, which llama.cpp's JSON grammar lets a
-    # model write, are read as they are instead of failing the whole reply
-    try:
-        return json.loads(text, strict=False)
-    except json.JSONDecodeError:
-        return json.loads(_drop_trailing_commas(text), strict=False)
-
-
-_NOT_FOUND = object()
-
-
-def extract_json(text: str) -> Any:
-    """The JSON value in a model's reply: the whole text, else a fenced block, else the first
-    balanced ``{...}`` or ``[...]`` that parses; trailing commas are tolerated. Raises ValueError."""
-    text = _THINK.sub("", text or "").strip()
-    candidates = [text, *(m.group(1).strip() for m in _FENCE.finditer(text))]
-    for candidate in candidates:
-        try:
-            return _loads(candidate)
-        except (json.JSONDecodeError, RecursionError):
-            pass
-    for candidate in candidates:
-        for span in _balanced_spans(candidate):
-            try:
-                return _loads(span)
-            except (json.JSONDecodeError, RecursionError):
-                pass
-    raise ValueError("no JSON object or array found in the reply" if text else "the reply was empty")
-
-
-_REFUSAL = re.compile(
-    r"^\W*(i['’]?m sorry|i am sorry|sorry,|i apologi[sz]e|i can['’]?t|i cannot|i can not|i['’]?m unable|i am unable|"
-    r"i['’]?m not able|i am not able|i won['’]?t|i will not|as an ai)",
-    re.IGNORECASE,
-)
-
-
-def looks_like_refusal(text: str) -> bool:
-    return bool(_REFUSAL.match(_THINK.sub("", text or "").strip()))
-
-
-# ---------------------------------------------------------------------------------------- schemas
-
-
-def strict_schema(schema: type[BaseModel]) -> dict[str, Any]:
-    """The model's JSON schema in the form OpenAI's ``strict`` structured outputs accept: every
-    object closed (``additionalProperties: false``) with all of its properties required, no defaults."""
-
-    def walk(node: Any) -> Any:
-        if isinstance(node, dict):
-            node = {k: walk(v) for k, v in node.items() if k != "default"}
-            if node.get("type") == "object" or "properties" in node:
-                node.setdefault("properties", {})
-                node["additionalProperties"] = False
-                node["required"] = list(node["properties"])
-            return node
-        if isinstance(node, list):
-            return [walk(v) for v in node]
-        return node
-
-    return walk(schema.model_json_schema())
-
-
-def _schema_name(schema: type[BaseModel], name: str | None) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]", "_", name or schema.__name__)[:64] or "verdict"
-
-
-def _validation_message(schema: type[BaseModel], error: ValidationError) -> str:
-    missing = [".".join(str(p) for p in e["loc"]) for e in error.errors() if e["type"] == "missing"]
-    other = [f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in error.errors() if e["type"] != "missing"]
-    parts = []
-    if missing:
-        parts.append("missing field(s) " + ", ".join(repr(m) for m in missing))
-    if other:
-        parts.append("; ".join(other[:5]))
-    return f"the judge's JSON does not match {schema.__name__}: " + "; ".join(parts)
-
-
-# ------------------------------------------------------------------------------------------ cache
-
-
-def default_cache_dir() -> Path:
-    if os.environ.get("GROUNDTRACE_JUDGE_CACHE_DIR"):
-        return Path(os.environ["GROUNDTRACE_JUDGE_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "groundtrace" / "judge"
-
-
-class JudgeCache:
-    """Judge answers in ``DIR/judge.sqlite3``: one connection guarded by a lock (safe across
-    threads), WAL journaling and a busy timeout (tolerable across processes)."""
-
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
-        self.path = Path(directory) / "judge.sqlite3"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
-        with self._lock:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, value TEXT NOT NULL, created REAL NOT NULL)")
-
-    @staticmethod
-    def key(parts: Mapping[str, Any]) -> str:
-        canonical = json.dumps(parts, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        with self._lock:
-            row = self._db.execute("SELECT value FROM answers WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
-
-    def put(self, key: str, value: Mapping[str, Any]) -> None:
-        with self._lock:
-            self._db.execute(
-                "INSERT OR REPLACE INTO answers (key, value, created) VALUES (?, ?, ?)", (key, json.dumps(value), time.time())
-            )
-
-    def clear(self) -> None:
-        with self._lock:
-            self._db.execute("DELETE FROM answers")
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-
 # ----------------------------------------------------------------------------------------- client
 
 
@@ -346,7 +109,7 @@ class _Usage:
 
 
 class JudgeClient:
-    """An OpenAI-compatible chat client that returns validated pydantic objects (see module doc).
+    """An OpenAI-compatible chat client that returns validated pydantic objects (see the package doc).
 
     ``model``, ``base_url`` and ``api_key`` default to ``GROUNDTRACE_JUDGE_MODEL`` (else
     ``gpt-4o-mini``), ``OPENAI_BASE_URL`` (else OpenAI) and ``OPENAI_API_KEY`` (a local server
@@ -457,7 +220,7 @@ class JudgeClient:
             params["max_tokens"] = max_tokens or self.max_tokens
         if seed is not None:
             params["seed"] = seed
-        schema_name = _schema_name(schema, name)
+        schema_name = safe_schema_name(schema, name)
         json_schema = strict_schema(schema)
 
         key = None
@@ -533,7 +296,7 @@ class JudgeClient:
         elif mode == "json_object":
             payload["response_format"] = {"type": "json_object", "schema": json_schema}
         else:
-            payload["messages"] = _with_schema_instruction(messages, json_schema)
+            payload["messages"] = with_schema_instruction(messages, json_schema)
         return payload
 
     def _create(
@@ -574,7 +337,7 @@ class JudgeClient:
                 return schema.model_validate(extract_json(raw)), raw
             except ValueError as error:  # ValidationError is a ValueError too
                 if isinstance(error, ValidationError):
-                    problem = _validation_message(schema, error)
+                    problem = validation_message(schema, error)
                     kind = "validation"
                 else:
                     if looks_like_refusal(raw) or choice.finish_reason == "content_filter":
@@ -677,21 +440,6 @@ class JudgeClient:
             log.warning("judge cache write failed (%s)", error)
 
 
-def _with_schema_instruction(messages: list[dict[str, Any]], json_schema: dict[str, Any]) -> list[dict[str, Any]]:
-    """Text mode: the schema goes into the prompt, appended to the last user message where there is
-    one (adding a message could break chat templates that insist on alternating roles)."""
-    instruction = (
-        "Reply with only a JSON object that matches this JSON schema, with no prose before or after it:\n"
-        + json.dumps(json_schema, ensure_ascii=False)
-    )
-    out = [dict(m) for m in messages]
-    if out and out[-1].get("role") == "user" and isinstance(out[-1].get("content"), str):
-        out[-1]["content"] = f"{out[-1]['content']}\n\n{instruction}"
-    else:
-        out.append({"role": "user", "content": instruction})
-    return out
-
-
 def _rejects_response_format(status: int, message: str) -> bool:
     """A server error that is really the server refusing our response_format."""
     return status >= 500 and re.search(r"response_format", message, re.IGNORECASE) is not None
@@ -729,16 +477,3 @@ def _clip(text: str, limit: int = 300) -> str:
     text = text or ""
     return text if len(text) <= limit else text[:limit] + "..."
 
-
-__all__ = [
-    "DEFAULT_PRICES",
-    "PRICES_DATE",
-    "JudgeCache",
-    "JudgeClient",
-    "JudgeError",
-    "JudgeResult",
-    "Price",
-    "cost_of",
-    "extract_json",
-    "strict_schema",
-]
