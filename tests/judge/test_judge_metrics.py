@@ -253,3 +253,19 @@ def test_embedder_is_the_shared_backend_by_default(record):
 
     assert get_metric("answer_relevance").embedder is get_embedder("use")
     assert isinstance(get_metric("answer_correctness", embedder=TableEmbedder({})).embedder, TableEmbedder)
+
+
+def test_a_judge_metric_takes_a_client_or_the_clients_own_keywords(record):
+    from groundtrace.backends.judge import JudgeClient
+    from groundtrace.metrics import get_metric
+
+    options = {"model": "m", "base_url": "http://127.0.0.1:9/v1", "api_key": "x", "timeout_s": 5, "cache": False}
+    metric = get_metric("faithfulness", n=3, max_tokens=64, threshold=0.4, **options)
+    assert metric.client_options == options and (metric.n, metric.max_tokens, metric.threshold) == (3, 64, 0.4)
+    assert metric.client is get_metric("hallucination", **options).client  # one client per configuration
+    assert (metric.client.model, metric.client.timeout_s, metric.client.cache) == ("m", 5.0, None)
+
+    with JudgeClient("m", base_url="http://127.0.0.1:9/v1", api_key="x", cache=False) as client:
+        assert get_metric("faithfulness", client=client).client is client
+        with pytest.raises(ValueError, match="either client= or the client's options"):
+            get_metric("faithfulness", client=client, timeout_s=5)

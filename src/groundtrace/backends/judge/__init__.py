@@ -19,7 +19,7 @@ What it does for the caller:
 - Every failure the caller sees is one exception type, :class:`JudgeError`, whose message says what
   went wrong and what to do; a result never holds NaN or a half-parsed object.
 
-The modules: :mod:`.client` (JudgeClient, JudgeError, JudgeResult), :mod:`.parsing`
+The modules: :mod:`.client` (JudgeClient, JudgeError, JudgeResult, shared_client), :mod:`.parsing`
 (JSON from free text, refusals, schemas), :mod:`.cache` (the sqlite cache), :mod:`.prices` (the
 price table). Importing this package does not import ``openai``; building a client does.
 
@@ -30,6 +30,7 @@ or ``~/.cache/groundtrace/judge``).
 
 from groundtrace.backends.judge.cache import JudgeCache, default_cache_dir
 from groundtrace.backends.judge.client import (
+    CLIENT_OPTIONS,
     DEFAULT_BASE_URL,
     DEFAULT_MODEL,
     MODES,
@@ -37,11 +38,13 @@ from groundtrace.backends.judge.client import (
     JudgeError,
     JudgeResult,
     Mode,
+    shared_client,
 )
 from groundtrace.backends.judge.parsing import extract_json, looks_like_refusal, strict_schema
 from groundtrace.backends.judge.prices import DEFAULT_PRICES, PRICES_DATE, Price, cost_of, price_of
 
 __all__ = [
+    "CLIENT_OPTIONS",
     "DEFAULT_BASE_URL",
     "DEFAULT_MODEL",
     "DEFAULT_PRICES",
@@ -58,5 +61,6 @@ __all__ = [
     "extract_json",
     "looks_like_refusal",
     "price_of",
+    "shared_client",
     "strict_schema",
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import inspect
 import logging
 import os
 import random
@@ -438,6 +439,38 @@ class JudgeClient:
                 self.cache.put(key, value)
         except sqlite3.Error as error:
             log.warning("judge cache write failed (%s)", error)
+
+
+#: the keyword arguments that configure a JudgeClient (the judge metrics pass these on to it)
+CLIENT_OPTIONS = frozenset(name for name in inspect.signature(JudgeClient.__init__).parameters if name != "self")
+
+_ENVIRONMENT = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "GROUNDTRACE_JUDGE_MODEL", "GROUNDTRACE_JUDGE_CACHE_DIR", "XDG_CACHE_HOME")
+_clients: dict[tuple, JudgeClient] = {}
+_clients_lock = threading.Lock()
+
+
+def shared_client(**options: Any) -> JudgeClient:
+    """One JudgeClient per distinct configuration in this process (the environment's defaults
+    are part of the configuration: a changed OPENAI_BASE_URL gets a new client), so that callers
+    with the same settings share the structured-output mode detection, the concurrency limit and
+    the cache."""
+    environment = tuple(os.environ.get(name) for name in _ENVIRONMENT)
+    key = (environment, tuple(sorted((k, _hashable(v)) for k, v in options.items())))
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            client = _clients[key] = JudgeClient(**options)
+        return client
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, Price):
+        return (value.input, value.output)
+    return value
 
 
 def _rejects_response_format(status: int, message: str) -> bool:

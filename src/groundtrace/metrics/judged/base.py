@@ -8,26 +8,28 @@ whose reason says what failed and what to do. A judge Score carries the cost of 
 made for it (``Score.cost``) and ``details["judge"]``: model, structured-output mode, requests,
 cache hits, and one line per judge call.
 
-Options every judge metric takes (``-O METRIC.KEY=VALUE`` on the command line):
-``model``, ``base_url``, ``api_key`` (default: ``GROUNDTRACE_JUDGE_MODEL``, ``OPENAI_BASE_URL``,
-``OPENAI_API_KEY``), ``timeout_s``, ``max_retries``, ``concurrency``, ``max_tokens``, ``cache``,
-``cache_dir``, ``mode`` (force a structured-output mode), ``prices``, ``n`` (samples of each
-scoring call, averaged: self-consistency) and ``temperature`` (0, or 0.7 when ``n > 1``).
+Options every judge metric takes (``-O METRIC.KEY=VALUE`` on the command line): ``client`` (a
+ready :class:`~groundtrace.backends.judge.JudgeClient`), or else the client's own keywords, which
+are passed on to it unchanged (:data:`~groundtrace.backends.judge.CLIENT_OPTIONS`: ``model``,
+``base_url``, ``api_key`` (default: ``GROUNDTRACE_JUDGE_MODEL``, ``OPENAI_BASE_URL``,
+``OPENAI_API_KEY``), ``timeout_s``, ``max_retries``, ``concurrency``, ``cache``, ``cache_dir``,
+``mode`` (force a structured-output mode), ``prices``, ...); and the metric's own: ``max_tokens``
+(per judge call), ``n`` (samples of each scoring call, averaged: self-consistency) and
+``temperature`` (0, or 0.7 when ``n > 1``).
 Extraction steps (statements, key points) always run once at temperature 0, so that the samples
 of the scoring step judge the same items.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
 
-from groundtrace.backends.judge import JudgeClient, JudgeError, JudgeResult, Price
+from groundtrace.backends.judge import CLIENT_OPTIONS, JudgeClient, JudgeError, JudgeResult, shared_client
 from groundtrace.metrics.base import Metric, Result
 from groundtrace.metrics.judged import prompts
 from groundtrace.record import Record
@@ -35,32 +37,6 @@ from groundtrace.score import Cost, Score
 
 T = TypeVar("T", bound=BaseModel)
 R = TypeVar("R")
-
-_ENVIRONMENT = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "GROUNDTRACE_JUDGE_MODEL", "GROUNDTRACE_JUDGE_CACHE_DIR", "XDG_CACHE_HOME")
-_clients: dict[tuple, JudgeClient] = {}
-_clients_lock = threading.Lock()
-
-
-def shared_client(**options: Any) -> JudgeClient:
-    """One JudgeClient per distinct configuration in this process (the environment's defaults
-    are part of the configuration: a changed OPENAI_BASE_URL gets a new client)."""
-    environment = tuple(os.environ.get(name) for name in _ENVIRONMENT)
-    key = (environment, tuple(sorted((k, _hashable(v)) for k, v in options.items())))
-    with _clients_lock:
-        client = _clients.get(key)
-        if client is None:
-            client = _clients[key] = JudgeClient(**options)
-        return client
-
-
-def _hashable(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return tuple(sorted((k, _hashable(v)) for k, v in value.items()))
-    if isinstance(value, (list, tuple)):
-        return tuple(_hashable(v) for v in value)
-    if isinstance(value, Price):
-        return (value.input, value.output)
-    return value
 
 
 def add_costs(costs: Sequence[Cost]) -> Cost:
@@ -142,33 +118,24 @@ class JudgeMetric(Metric):
     def __init__(
         self,
         *,
-        model: str | None = None,
-        base_url: str | None = None,
-        api_key: str | None = None,
-        timeout_s: float = 60.0,
-        max_retries: int = 4,
-        concurrency: int = 4,
-        max_tokens: int | None = 1024,
-        cache: bool = True,
-        cache_dir: str | None = "default",
-        mode: Literal["auto", "json_schema", "json_object", "text"] = "auto",
-        prices: Mapping[str, Any] | None = None,
+        client: JudgeClient | None = None,
         n: int = 1,
         temperature: float | None = None,
-        client: JudgeClient | None = None,
+        max_tokens: int | None = 1024,
         **options: Any,
     ) -> None:
+        client_options = {name: options.pop(name) for name in list(options) if name in CLIENT_OPTIONS}
+        if client is not None and client_options:
+            raise ValueError(f"{self.name}: pass either client= or the client's options "
+                             f"({', '.join(sorted(client_options))}), not both")
         super().__init__(**options)
         if int(n) < 1:
             raise ValueError(f"{self.name}: n (samples per scoring call) must be at least 1, got {n}")
         self.n = int(n)
         self.temperature = float(temperature) if temperature is not None else (0.0 if self.n == 1 else 0.7)
         self.max_tokens = max_tokens
-        self.client_options: dict[str, Any] = {
-            "model": model, "base_url": base_url, "api_key": api_key, "timeout_s": float(timeout_s),
-            "max_retries": int(max_retries), "concurrency": int(concurrency), "cache": bool(cache),
-            "cache_dir": cache_dir, "mode": mode, "prices": prices,
-        }
+        #: what builds the client on first use (the JudgeClient keywords: model, base_url, ...)
+        self.client_options: dict[str, Any] = client_options
         self._client = client
         self._local = threading.local()
         for name in self.prompt_files:
