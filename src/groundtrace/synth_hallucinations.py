@@ -21,9 +21,9 @@ from pydantic import BaseModel, Field
 
 from groundtrace.backends.judge import JudgeClient, JudgeError
 from groundtrace.metrics.judged import prompts
-from groundtrace.metrics.judged.spans import locate, normalised_text
 from groundtrace.record import InvalidInput
 from groundtrace.text.lang import guess_language
+from groundtrace.text.spans import locate, normalised_text
 
 STYLES = (
     "change one number, date or quantity so that it contradicts the context",

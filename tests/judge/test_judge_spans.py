@@ -1,10 +1,11 @@
-"""Locating the judge's verbatim excerpts in the answer."""
+"""Locating the judge's verbatim excerpts in the answer (groundtrace.text.spans)."""
 
 from __future__ import annotations
 
 import pytest
 
-from groundtrace.metrics.judged.spans import first_located, locate
+from groundtrace.metrics.judged.fence import neutralise
+from groundtrace.text.spans import first_located, locate
 
 ANSWER = "Tesla was  founded in 2004 by “Martin Eberhard”.\nIt is based in Austin — Texas."
 
@@ -29,4 +30,5 @@ def test_not_located(excerpt):
 def test_first_located_falls_back_to_the_statement():
     assert first_located(ANSWER, "a quote that is not there", "It is based in Austin") == (49, 70)
     assert locate("Use ‹data tags", "Use <data tags") == (0, 14)  # our own fence neutralisation
+    assert locate("Use <data tags", neutralise("Use <data tags")) == (0, 14)  # a judge copying a fenced text
     assert locate("北京是中国的首都。", "中国的首都") == (3, 8)

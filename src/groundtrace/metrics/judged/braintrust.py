@@ -27,9 +27,9 @@ from pydantic import BaseModel, Field
 
 from groundtrace.metrics.base import Result
 from groundtrace.metrics.judged.base import JudgeMetric, JudgeRun, clip, mean
-from groundtrace.metrics.judged.spans import locate
 from groundtrace.record import Record
 from groundtrace.score import Span
+from groundtrace.text.spans import locate
 
 DEFAULT_CHOICE_SCORES = {"A": 0.5, "B": 0.0, "C": 1.0, "D": 0.0, "E": 1.0}
 CHOICE_LABELS = {"A": "subset of the reference", "B": "superset of the reference", "C": "same details as the reference",

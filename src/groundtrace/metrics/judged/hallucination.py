@@ -21,7 +21,6 @@ from pydantic import BaseModel, Field
 
 from groundtrace.metrics.base import Result
 from groundtrace.metrics.judged.base import JudgeMetric, JudgeRun, clip, mean
-from groundtrace.metrics.judged.spans import locate
 from groundtrace.metrics.judged.statements import (
     Checked,
     extract,
@@ -32,6 +31,7 @@ from groundtrace.metrics.judged.statements import (
 from groundtrace.record import Record
 from groundtrace.score import Span
 from groundtrace.text.sentences import split_sentences
+from groundtrace.text.spans import locate
 
 
 class ContextVerdict(BaseModel):

@@ -29,9 +29,9 @@ from pydantic import BaseModel, Field, create_model
 from groundtrace.backends.embedders import Embedder, get_embedder
 from groundtrace.metrics.base import Result
 from groundtrace.metrics.judged.base import JudgeMetric, JudgeRun, clip, mean
-from groundtrace.metrics.judged.spans import normalised_text
 from groundtrace.record import Record
 from groundtrace.text.sentences import split_sentences
+from groundtrace.text.spans import normalised_text
 
 
 @cache

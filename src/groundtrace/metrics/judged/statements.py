@@ -20,8 +20,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, create_model
 
 from groundtrace.metrics.judged.base import JudgeRun, clip, mean
-from groundtrace.metrics.judged.spans import first_located
 from groundtrace.score import Span
+from groundtrace.text.spans import first_located
 
 #: at most this many statements per text: bounds the judge's output (and a tiny model's loops)
 MAX_STATEMENTS = 40

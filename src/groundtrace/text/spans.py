@@ -1,18 +1,17 @@
-"""Find a judge's verbatim excerpt in the answer, so a Score can point at answer characters.
+"""Find a (nearly) verbatim excerpt in a text, so a Score can point at answer characters.
 
-Judges copy almost verbatim: case, runs of whitespace, typographic quotes and dashes, and our own
-fence neutralisation (``‹data``) may differ. Matching is exact first, then on a normalised form
-whose characters map back to answer offsets.
+Judges and rewriting models copy almost verbatim: case, runs of whitespace, typographic quotes and
+dashes may differ, and so may ``‹`` (U+2039), which the judge prompts' data fences put in place of
+a ``<`` that starts a data-like tag (:mod:`groundtrace.metrics.judged.fence`). Matching is exact
+first, then on a normalised form whose characters map back to the text's offsets.
 """
 
 from __future__ import annotations
 
 import re
 
-from groundtrace.metrics.judged.fence import NEUTRAL_LT
-
 _FOLD = str.maketrans({"“": '"', "”": '"', "„": '"', "«": '"', "»": '"', "‘": "'", "’": "'", "–": "-", "—": "-",
-                       NEUTRAL_LT: "<", "\u00a0": " "})
+                       "\u2039": "<", "\u00a0": " "})
 _EDGES = " \t\r\n.,;:!?。，；：！？…"
 MIN_EXCERPT = 3  # characters: shorter excerpts match anywhere and point at nothing in particular
 
