@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from rich.table import Table
 from rich.text import Text
 
-from groundtrace.demo.data import Question
+from groundtrace_demo.data import Question
 from groundtrace.score import ScoredRecord, Span
 
 # Metrics whose spans the table shows: lexical marks single words, too noisy for one cell.
