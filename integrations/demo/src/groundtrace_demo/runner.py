@@ -213,7 +213,7 @@ def run_demo(out_dir: Path, metrics: Sequence[str], mlflow: bool | None = None,
 
 def show(result: DemoResult, out: Console) -> None:
     """The table, the one-line verdict, and where to look next."""
-    out.print(outcomes_table(result.outcomes, result.metrics, result.llm.replay))
+    out.print(outcomes_table(result.outcomes, result.metrics, result.llm.replay, width=out.width))
     out.print(summary_line(result.outcomes, result.metrics, result.llm.label, result.llm.replay))
     scored = sum(1 for o in result.outcomes if o.row is not None)
     out.print(f"scores: {result.scores_path} ({scored} of {len(result.outcomes)} answers scored)")
