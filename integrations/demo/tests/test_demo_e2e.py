@@ -1,7 +1,7 @@
 """`groundtrace demo` end to end: a real LangChain LCEL chain and a real LlamaIndex query engine answer
 the bundled questions through the replay model, groundtrace attached to each by one line; the scores
 land in scores.jsonl, on OpenTelemetry spans and, when mlflow is installed, on MLflow traces.
-Also: the order in which the demo picks its LLM, and its fallback without the frameworks."""
+Also: the order in which the demo picks its LLM, and how groundtrace's command line finds it."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from groundtrace.cli import app
-from groundtrace.demo import data
-from groundtrace.demo.llms import REPLAY_LABEL, ReplayResponder, choose_llm
+from groundtrace.cli import app, plugin_commands
+from groundtrace_demo import data
+from groundtrace_demo.llms import REPLAY_LABEL, ReplayResponder, choose_llm
 from groundtrace.io import read_scored
 from groundtrace.score import ScoredRecord
 from tests.loopback import LoopbackServer
@@ -118,7 +118,7 @@ def test_the_report_is_written_beside_the_scores(demo: DemoRun) -> None:
 # ---------------------------------------------------------------------------------- the LLM choice
 def _no_partner_packages(monkeypatch: pytest.MonkeyPatch) -> None:
     """As on this machine: langchain-openai and llama-index-llms-openai-like are not installed."""
-    monkeypatch.setattr("groundtrace.demo.llms.installed", lambda module: False)
+    monkeypatch.setattr("groundtrace_demo.llms.installed", lambda module: False)
 
 
 def test_with_nothing_configured_the_replay_model_answers() -> None:
@@ -142,7 +142,7 @@ def test_a_local_server_that_does_not_answer_is_passed_over_with_a_note() -> Non
 
 
 def test_a_local_server_answers_through_both_frameworks(monkeypatch) -> None:
-    from groundtrace.demo import langchain_app, llamaindex_app
+    from groundtrace_demo import langchain_app, llamaindex_app
 
     def respond(request):
         if request.path == "/v1/models":
@@ -172,11 +172,16 @@ def test_the_replay_finds_the_question_inside_a_prompt() -> None:
         replay.reply([{"role": "user", "content": "What is the meaning of life?"}])
 
 
-# ----------------------------------------------------------------------------------- the fallback
-def test_without_the_frameworks_it_says_how_to_install_them_and_scores_the_examples(monkeypatch, tmp_path) -> None:
-    monkeypatch.setattr("groundtrace.demo.missing_requirements", lambda: ["llama-index-core"])
-    result = CliRunner().invoke(app, ["demo", "-o", str(tmp_path), "-m", "lexical"])
+# ------------------------------------------------------------------------------ the command line
+def test_groundtrace_finds_the_command_through_its_entry_point() -> None:
+    assert plugin_commands()["demo"].value == "groundtrace_demo.cli:demo_command"
+    result = CliRunner().invoke(app, ["--help"])
+    assert result.exit_code == 0 and "demo" in result.output
+
+
+def test_examples_only_scores_the_bundled_examples(tmp_path) -> None:
+    result = CliRunner().invoke(app, ["demo", "--examples", "-o", str(tmp_path), "-m", "lexical"])
     assert result.exit_code == 0, result.output
-    assert "needs llama-index-core" in result.output and "integrations/llamaindex" in result.output
+    assert "pip install groundtrace-demo" not in result.output  # it is installed
     ids = [row.id for row in read_scored(tmp_path / "scores.jsonl")]
     assert {"ru-1", "en-1", "zh-1"} <= set(ids)

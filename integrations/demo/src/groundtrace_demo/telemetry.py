@@ -42,7 +42,7 @@ class Tracing:
         self.exporter = InMemorySpanExporter()
         self.provider = TracerProvider(resource=Resource.create({"service.name": "groundtrace-demo"}))
         self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
-        self._tracer = self.provider.get_tracer("groundtrace.demo")
+        self._tracer = self.provider.get_tracer("groundtrace_demo")
 
     @contextmanager
     def request(self, framework: str, question: str) -> Iterator[Answered]:

@@ -17,8 +17,8 @@ from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrou
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from groundtrace.backends.embedders import Embedder, get_embedder
-from groundtrace.demo.data import TOP_K, Passage
-from groundtrace.demo.llms import LLMChoice
+from groundtrace_demo.data import TOP_K, Passage
+from groundtrace_demo.llms import LLMChoice
 
 PROMPT = ChatPromptTemplate.from_messages([
     ("system", ("You answer customers of Larkfield Home Goods. Use only these policy excerpts; if they do "

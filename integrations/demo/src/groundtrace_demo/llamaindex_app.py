@@ -16,8 +16,8 @@ from llama_index.core.schema import TextNode
 from pydantic import PrivateAttr
 
 from groundtrace.backends.embedders import Embedder, get_embedder
-from groundtrace.demo.data import TOP_K, Passage
-from groundtrace.demo.llms import LLMChoice
+from groundtrace_demo.data import TOP_K, Passage
+from groundtrace_demo.llms import LLMChoice
 
 # The engine answers the Russian student-services questions, so its prompt is Russian too: a real
 # LLM then answers in the question's language.

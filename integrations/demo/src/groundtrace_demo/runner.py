@@ -21,18 +21,17 @@ from typing import Any
 
 from rich.console import Console
 
-from groundtrace.demo import installed
-from groundtrace.demo.data import passages_in, questions, questions_in
-from groundtrace.demo.llms import LLMChoice, choose_llm
-from groundtrace.demo.present import Outcome, outcomes_table, summary_line
-from groundtrace.demo.telemetry import Answered, MLflowTraces, SpanCounts, Tracing
+from groundtrace_demo import installed
+from groundtrace_demo.data import passages_in, questions, questions_in
+from groundtrace_demo.llms import LLMChoice, choose_llm
+from groundtrace_demo.present import Outcome, outcomes_table, summary_line
+from groundtrace_demo.telemetry import Answered, MLflowTraces, SpanCounts, Tracing
 from groundtrace.io import read_scored
 from groundtrace.monitor import Monitor
 from groundtrace.score import ScoredRecord
 from groundtrace.sinks import Sink
 from groundtrace.sinks.jsonl import JsonlSink
 
-DEFAULT_METRICS = ("grounding", "facts", "lexical")
 FLUSH_TIMEOUT_S = 120.0
 Ask = Callable[[str, str], AbstractContextManager[Answered]]
 LANGUAGE = {"LangChain": "en", "LlamaIndex": "ru"}  # which application answers which questions
@@ -55,7 +54,7 @@ class DemoResult:
 def _ask_langchain(llm: LLMChoice, monitor: Monitor, ask: Ask) -> None:
     from groundtrace_langchain import GroundtraceCallbackHandler
 
-    from groundtrace.demo import langchain_app
+    from groundtrace_demo import langchain_app
 
     chain = langchain_app.build_chain(passages_in(LANGUAGE["LangChain"]), langchain_app.chat_model(llm))
     # groundtrace's one line: every call of this chain is captured and scored in the background
@@ -68,7 +67,7 @@ def _ask_langchain(llm: LLMChoice, monitor: Monitor, ask: Ask) -> None:
 def _ask_llamaindex(llm: LLMChoice, monitor: Monitor, ask: Ask) -> None:
     import groundtrace_llamaindex
 
-    from groundtrace.demo import llamaindex_app
+    from groundtrace_demo import llamaindex_app
 
     engine = llamaindex_app.build_query_engine(passages_in(LANGUAGE["LlamaIndex"]), llamaindex_app.llm(llm))
     # groundtrace's one line: every LlamaIndex query of the process is captured and scored
@@ -169,7 +168,7 @@ def _sinks(scores_path: Path, tracing: Tracing | None, traces: MLflowTraces | No
     return sinks
 
 
-def run_demo(out_dir: Path, metrics: Sequence[str] = DEFAULT_METRICS, mlflow: bool | None = None,
+def run_demo(out_dir: Path, metrics: Sequence[str], mlflow: bool | None = None,
              console: Console | None = None) -> DemoResult:
     """Answer every bundled question, score the answers, and say where the scores went.
 
@@ -214,7 +213,7 @@ def run_demo(out_dir: Path, metrics: Sequence[str] = DEFAULT_METRICS, mlflow: bo
 
 def show(result: DemoResult, out: Console) -> None:
     """The table, the one-line verdict, and where to look next."""
-    out.print(outcomes_table(result.outcomes, result.metrics, result.llm.replay))
+    out.print(outcomes_table(result.outcomes, result.metrics, result.llm.replay, width=out.width))
     out.print(summary_line(result.outcomes, result.metrics, result.llm.label, result.llm.replay))
     scored = sum(1 for o in result.outcomes if o.row is not None)
     out.print(f"scores: {result.scores_path} ({scored} of {len(result.outcomes)} answers scored)")

@@ -1,4 +1,4 @@
-"""The bundled demo corpus and question set (package data under demo/data/).
+"""The bundled demo corpus and question set (package data under groundtrace_demo/data/).
 
 corpus.jsonl: one passage per line (id, lang, source, text): a customer-support policy of an
 invented shop in English, and an invented university's student-services FAQ in Russian.
@@ -43,7 +43,7 @@ class Question:
 
 
 def _rows(name: str) -> list[dict[str, Any]]:
-    text = (resources.files("groundtrace.demo") / "data" / name).read_text(encoding="utf-8")
+    text = (resources.files("groundtrace_demo") / "data" / name).read_text(encoding="utf-8")
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 

@@ -1,0 +1,11 @@
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+# rich wraps to the terminal, and the demo's subprocess inherits this: the tests read whole lines
+os.environ.setdefault("COLUMNS", "200")
+
+# tests/loopback.py of the groundtrace checkout (the scripted local LLM server), however pytest is run
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
