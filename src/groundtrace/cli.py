@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -16,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from groundtrace.config import env_flag
 from groundtrace.score import ScoredRecord
 
 app = typer.Typer(
@@ -62,7 +62,7 @@ def _progress() -> Progress:
 
 
 def _force_progress() -> bool:
-    return os.environ.get("GROUNDTRACE_PROGRESS") == "1"
+    return env_flag("GROUNDTRACE_PROGRESS")  # read by config, like every GROUNDTRACE_* variable
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
