@@ -98,3 +98,32 @@ def test_settings_from_environment():
     assert Settings.from_env({}).enabled is False
     with pytest.raises(ValueError, match="GROUNDTRACE_SAMPLE_RATE='lots'"):
         Settings.from_env({"GROUNDTRACE_SAMPLE_RATE": "lots"})
+
+
+def test_settings_carry_the_judge_the_jsonl_path_and_the_enabled_switch_parsed_one_way(tmp_path):
+    from pathlib import Path
+
+    from groundtrace.config import JudgeSettings, default_metrics
+
+    s = Settings.from_env({"GROUNDTRACE_ENABLED": "off", "GROUNDTRACE_JUDGE_MODEL": "judge-m",
+                           "OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "GROUNDTRACE_JSONL_PATH": "out.jsonl",
+                           "XDG_CACHE_HOME": "/cache"})
+    assert (s.enabled, s.switched_off, s.jsonl_path) == (False, True, "out.jsonl")
+    assert s.judge == JudgeSettings(model="judge-m", base_url="http://127.0.0.1:9/v1", api_key=None,
+                                    cache_dir=Path("/cache/groundtrace/judge"))
+    assert s.metrics == list(default_metrics(s)) == ["grounding", "faithfulness"]
+    unset, unknown = Settings.from_env({}), Settings.from_env({"GROUNDTRACE_ENABLED": "maybe"})
+    assert (unset.enabled, unset.switched_off, unknown.enabled, unknown.switched_off) == (False, False, False, False)
+
+    pytest.importorskip("openai")
+    from groundtrace.backends.judge import JudgeClient
+
+    client = JudgeClient(settings=s, cache_dir=tmp_path)
+    assert (client.model, client.base_url, client.cache.path.parent) == ("judge-m", "http://127.0.0.1:9/v1", tmp_path)
+    assert JudgeClient(model="other", settings=s, cache=False).model == "other"  # keywords win
+
+
+def test_a_jsonl_sink_built_by_name_writes_where_the_settings_say(tmp_path):
+    [sink] = build_sinks(["jsonl"], Settings(jsonl_path=str(tmp_path / "scores.jsonl")))
+    assert sink.path == tmp_path / "scores.jsonl"
+    sink.close()

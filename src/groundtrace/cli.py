@@ -4,7 +4,6 @@ other distributions register in the entry-point group groundtrace.commands (grou
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Sequence
 from contextlib import nullcontext
@@ -19,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from typer.core import TyperGroup
 
+from groundtrace.config import env_flag
 from groundtrace.score import ScoredRecord
 
 COMMANDS_GROUP = "groundtrace.commands"  # entry points: sub-commands from other distributions
@@ -101,7 +101,7 @@ def _progress() -> Progress:
 
 
 def _force_progress() -> bool:
-    return os.environ.get("GROUNDTRACE_PROGRESS") == "1"
+    return env_flag("GROUNDTRACE_PROGRESS")  # read by config, like every GROUNDTRACE_* variable
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:

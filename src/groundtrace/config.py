@@ -1,7 +1,9 @@
-"""Configuration from ``GROUNDTRACE_*`` environment variables, for turning scoring on in staging
-without touching code.
+"""Configuration: the one module that reads ``GROUNDTRACE_*`` and ``OPENAI_*`` environment variables.
 
-    GROUNDTRACE_ENABLED          1/true/yes/on turns capture on (instrument() and the launcher read it)
+Everything else receives a :class:`Settings` (or plain arguments) and reads no environment itself.
+
+    GROUNDTRACE_ENABLED          1/true/yes/on turns capture on (the launcher and auto-instrumentation);
+                                 0/false/no/off makes every integration's instrument() a no-op
     GROUNDTRACE_METRICS          comma-separated metric names (default: grounding; grounding,faithfulness
                                  when GROUNDTRACE_JUDGE_MODEL is set)
     GROUNDTRACE_SAMPLE_RATE      fraction of traces scored, 0..1 (default 1)
@@ -11,7 +13,14 @@ without touching code.
     GROUNDTRACE_METRIC_TIMEOUT_S seconds one metric may take on one record (default 30)
     GROUNDTRACE_OPTIONS          metric options as JSON, e.g. {"facts": {"mode": "seed"}}
     GROUNDTRACE_ISOLATION        auto (default), process or thread: where the metrics run (see Monitor)
-Each sink reads its own settings (GROUNDTRACE_JSONL_PATH, LANGSMITH_API_KEY, ...): see its module.
+    GROUNDTRACE_JSONL_PATH       where the jsonl sink writes (default groundtrace-scores.jsonl)
+    GROUNDTRACE_PROGRESS         1: the command line shows progress bars even when not on a terminal
+    GROUNDTRACE_JUDGE_MODEL      the LLM judge's model; setting it adds faithfulness to the default metrics
+    OPENAI_BASE_URL              the OpenAI-compatible endpoint of the judge and the openai embedder
+    OPENAI_API_KEY               its key (a local server needs none)
+    GROUNDTRACE_JUDGE_CACHE_DIR  the judge's answer cache (default $XDG_CACHE_HOME/groundtrace/judge,
+                                 else ~/.cache/groundtrace/judge)
+The SDK sinks' own variables (LANGSMITH_*, LANGFUSE_*, PHOENIX_*, MLFLOW_*) are their SDKs' business.
 """
 
 from __future__ import annotations
@@ -21,24 +30,88 @@ import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
-from groundtrace.metrics import default_metrics
 
 _TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+DEFAULT_JSONL_PATH = "groundtrace-scores.jsonl"
+
+
+def _environ(environ: Mapping[str, str] | None) -> Mapping[str, str]:
+    return environ if environ is not None else os.environ
+
+
+def parse_flag(raw: str | None) -> bool | None:
+    """True for 1/true/yes/on, False for 0/false/no/off, None when unset or anything else."""
+    value = (raw or "").strip().lower()
+    return True if value in _TRUE else False if value in _FALSE else None
 
 
 def env_flag(name: str, environ: Mapping[str, str] | None = None) -> bool:
-    return (environ if environ is not None else os.environ).get(name, "").strip().lower() in _TRUE
+    return parse_flag(_environ(environ).get(name)) is True
 
 
 def _split(value: str | None) -> list[str]:
     return [part.strip() for part in (value or "").split(",") if part.strip()]
 
 
+def _text(env: Mapping[str, str], name: str) -> str | None:
+    return (env.get(name) or "").strip() or None
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """The LLM judge's endpoint: model, OpenAI-compatible base URL and key, answer cache folder.
+
+    The base URL and key are the OpenAI SDK's own variables, so the openai embedder uses them too.
+    """
+
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    cache_dir: Path = Path("~/.cache/groundtrace/judge").expanduser()
+
+    @property
+    def configured(self) -> bool:
+        """A judge is configured when GROUNDTRACE_JUDGE_MODEL names one: an OPENAI_API_KEY that happens
+        to be set must not start spending money on every answer."""
+        return bool(self.model)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> JudgeSettings:
+        env = _environ(environ)
+        cache_dir = _text(env, "GROUNDTRACE_JUDGE_CACHE_DIR")
+        if cache_dir is None:
+            base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+            cache_dir = os.path.join(base, "groundtrace", "judge")
+        return cls(model=_text(env, "GROUNDTRACE_JUDGE_MODEL"), base_url=env.get("OPENAI_BASE_URL") or None,
+                   api_key=env.get("OPENAI_API_KEY") or None, cache_dir=Path(cache_dir))
+
+
+def default_metrics(settings: Settings | JudgeSettings | Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """What runs when nobody chose: the offline detector, plus judge faithfulness when a judge is
+    configured. ``settings``: Settings, JudgeSettings, an environment mapping, or None (os.environ)."""
+    if isinstance(settings, Settings):
+        judge = settings.judge
+    elif isinstance(settings, JudgeSettings):
+        judge = settings
+    else:
+        judge = JudgeSettings.from_env(settings)
+    return ("grounding", "faithfulness") if judge.configured else ("grounding",)
+
+
 @dataclass
 class Settings:
+    """Everything groundtrace reads from the environment, read once by :meth:`from_env`.
+
+    ``enabled``: GROUNDTRACE_ENABLED is on (the launcher and auto-instrumentation capture);
+    ``switched_off``: it is explicitly off, which makes instrument() a no-op. Unset is neither.
+    """
+
     enabled: bool = False
-    metrics: list[str] = field(default_factory=lambda: list(default_metrics()))
+    switched_off: bool = False
+    metrics: list[str] = field(default_factory=lambda: list(default_metrics(JudgeSettings())))
     sample_rate: float = 1.0
     sinks: list[str] = field(default_factory=list)
     queue_size: int = 1000
@@ -46,10 +119,13 @@ class Settings:
     metric_timeout_s: float = 30.0
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     isolation: str = "auto"
+    jsonl_path: str = DEFAULT_JSONL_PATH
+    progress: bool = False
+    judge: JudgeSettings = field(default_factory=JudgeSettings)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        env = environ if environ is not None else os.environ
+        env = _environ(environ)
         defaults = cls()
 
         def number(name: str, default: float, kind: type) -> Any:
@@ -66,16 +142,22 @@ class Settings:
             parsed_options = json.loads(options) if options else {}
         except json.JSONDecodeError as error:
             raise ValueError(f"GROUNDTRACE_OPTIONS is not valid JSON: {error}") from None
+        enabled = parse_flag(env.get("GROUNDTRACE_ENABLED"))
+        judge = JudgeSettings.from_env(env)
         return cls(
-            enabled=env_flag("GROUNDTRACE_ENABLED", env),
-            metrics=_split(env.get("GROUNDTRACE_METRICS")) or list(default_metrics(env)),
+            enabled=enabled is True,
+            switched_off=enabled is False,
+            metrics=_split(env.get("GROUNDTRACE_METRICS")) or list(default_metrics(judge)),
             sample_rate=number("GROUNDTRACE_SAMPLE_RATE", 1.0, float),
             sinks=_split(env.get("GROUNDTRACE_SINKS")),
             queue_size=number("GROUNDTRACE_QUEUE_SIZE", defaults.queue_size, int),
             workers=number("GROUNDTRACE_WORKERS", defaults.workers, int),
             metric_timeout_s=number("GROUNDTRACE_METRIC_TIMEOUT_S", defaults.metric_timeout_s, float),
             options=parsed_options,
-            isolation=env.get("GROUNDTRACE_ISOLATION", "").strip() or defaults.isolation,
+            isolation=_text(env, "GROUNDTRACE_ISOLATION") or defaults.isolation,
+            jsonl_path=env.get("GROUNDTRACE_JSONL_PATH") or defaults.jsonl_path,
+            progress=parse_flag(env.get("GROUNDTRACE_PROGRESS")) is True,
+            judge=judge,
         )
 
     def monitor(self, **overrides: Any):
@@ -85,7 +167,7 @@ class Settings:
                          queue_size=self.queue_size, workers=self.workers,
                          metric_timeout_s=self.metric_timeout_s, options=self.options, isolation=self.isolation)
         arguments.update(overrides)
-        return Monitor(**arguments)
+        return Monitor(settings=self, **arguments)
 
 
 _shared = None

@@ -8,19 +8,23 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from groundtrace.metrics import Metric, default_metrics, get_metric
+from groundtrace.config import Settings, default_metrics
+from groundtrace.metrics import Metric, get_metric
 from groundtrace.record import InvalidRecord, Record, coerce_record, placeholder_record
 from groundtrace.score import ScoredRecord
 
 
 def build_metrics(
-    metrics: Sequence[str | Metric] | str | None, options: Mapping[str, Mapping[str, Any]] | None = None
+    metrics: Sequence[str | Metric] | str | None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    settings: Settings | None = None,
 ) -> list[Metric]:
-    """Metric instances from names or instances; ``options`` maps a metric name to its keyword arguments."""
+    """Metric instances from names or instances; ``options`` maps a metric name to its keyword
+    arguments. With no metrics, ``default_metrics(settings)`` (the environment's, without settings)."""
     if isinstance(metrics, str):
         metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     options = options or {}
-    metrics = metrics or default_metrics()
+    metrics = metrics or default_metrics(settings)
     unknown = set(options) - {m if isinstance(m, str) else m.name for m in metrics}
     if unknown:
         raise ValueError(f"options given for metrics that are not selected: {', '.join(sorted(unknown))}")

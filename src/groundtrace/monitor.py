@@ -23,6 +23,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from groundtrace.config import Settings
 from groundtrace.engine import build_metrics
 from groundtrace.scoring_process import ScoringProcess
 from groundtrace.metrics import Metric
@@ -45,6 +46,11 @@ def _isolation(requested: str, metrics: Any) -> str:
     if requested == "auto":
         return "process" if names_only and os.name == "posix" else "thread"
     return requested
+
+
+def check_sample_rate(rate: float) -> None:
+    if not 0.0 <= rate <= 1.0:
+        raise ValueError(f"sample_rate must lie in [0, 1], got {rate}")
 
 
 def sampled(key: str, rate: float) -> bool:
@@ -87,6 +93,14 @@ class Monitor:
     ``metric_timeout_s`` bounds each metric on each record: a metric that hangs yields an error
     Score.
 
+    ``settings``: the configuration (default metrics, the settings of sinks given by name); by
+    default the environment's. The Monitor registers the trace-link lookups of its sinks (MLflow's)
+    with ``trace_context`` when it is built.
+
+    Sampling and exclusion are decided here and nowhere else: :meth:`submit` takes a per-call
+    ``sample_rate`` (an integration's own, applied together with the Monitor's), and
+    :meth:`excludes` is the one rule for the ``groundtrace_exclude`` flag.
+
     ``isolation``: "process" scores in one child process per worker, so the metrics' CPU never
     competes with the application for its GIL (a hung metric's process is killed and restarted);
     "thread" scores in this process (a hung metric's thread is abandoned, since Python cannot kill
@@ -108,13 +122,14 @@ class Monitor:
         linger_s: float = 0.02,
         batch_size: int = 64,
         flush_at_exit: bool = True,
+        settings: Settings | None = None,
     ) -> None:
-        from groundtrace.sinks import build_sinks
+        from groundtrace.sinks import build_sinks, register_trace_links
 
-        if not 0.0 <= sample_rate <= 1.0:
-            raise ValueError(f"sample_rate must lie in [0, 1], got {sample_rate}")
-        self.metrics = build_metrics(metrics, options)
-        self.sinks = build_sinks(sinks)
+        check_sample_rate(sample_rate)
+        self.metrics = build_metrics(metrics, options, settings)
+        self.sinks = build_sinks(sinks, settings)
+        register_trace_links(self.sinks)
         self.isolation = _isolation(isolation, metrics)
         specs = [(m.name, (options or {}).get(m.name, {})) for m in self.metrics]
         self.sample_rate = sample_rate
@@ -141,19 +156,29 @@ class Monitor:
             _register_exit_flush(self)
 
     # ------------------------------------------------------------------------------ the hot path
-    def submit(self, record: Record) -> bool:
-        """Offer a record for scoring; True if it was queued. Never blocks, never raises."""
+    @staticmethod
+    def excludes(metadata: Mapping[str, Any] | None) -> bool:
+        """Whether metadata (a Record's, or a run's tags an integration reads when a request starts)
+        asks to keep the request out of scoring: ``groundtrace_exclude`` (or ``groundtrace.exclude``)."""
+        return bool(metadata) and any(metadata.get(key) for key in EXCLUDE_KEYS)
+
+    def submit(self, record: Record, *, sample_rate: float | None = None) -> bool:
+        """Offer a record for scoring; True if it was queued. Never blocks, never raises.
+
+        ``sample_rate``: a caller's own rate (a handler's), applied with the Monitor's by the same
+        deterministic rule, so the record is kept at the smaller of the two."""
         try:
             with self._lock:
                 self._stats.submitted += 1
                 if self._closed:
                     self._stats.dropped += 1
                     return False
-            if any(record.metadata.get(key) for key in EXCLUDE_KEYS):
+            if self.excludes(record.metadata):
                 self._count("excluded")
                 return False
+            rate = self.sample_rate if sample_rate is None else min(self.sample_rate, sample_rate)
             key = record.trace_id or record.run_id or record.id or str(id(record))
-            if not sampled(key, self.sample_rate):
+            if not sampled(key, rate):
                 self._count("sampled_out")
                 return False
             with self._lock:

@@ -13,7 +13,7 @@ mlflow = pytest.importorskip("mlflow")
 
 from groundtrace import trace_context  # noqa: E402
 from groundtrace._extras import MissingExtraError  # noqa: E402
-from groundtrace.sinks import sink_class  # noqa: E402
+from groundtrace.sinks import register_trace_links, sink_class  # noqa: E402
 from groundtrace.sinks.mlflow import MLflowSink, active_mlflow_trace_id  # noqa: E402
 
 
@@ -36,6 +36,12 @@ def tracking_uri() -> Iterator:
     previous = mlflow.get_tracking_uri()
     yield mlflow.set_tracking_uri
     mlflow.set_tracking_uri(previous)
+
+
+@pytest.fixture(autouse=True)
+def mlflow_links() -> None:
+    """What a Monitor with an MLflow sink (or the capture kit) sets up: the MLflow trace-link lookup."""
+    register_trace_links(["mlflow"])
 
 
 @mlflow.trace
@@ -163,3 +169,44 @@ def test_a_missing_sdk_names_the_extra_to_install(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "mlflow", None)  # makes the import fail
     with pytest.raises(MissingExtraError, match=r"pip install 'groundtrace\[mlflow\]'"):
         MLflowSink()
+
+
+def test_a_handler_built_without_arguments_links_its_first_record_to_the_mlflow_trace(monkeypatch) -> None:
+    """GroundtraceCallbackHandler() builds the shared Monitor (and so its MLflow sink) lazily, after
+    the first root run has read its trace links: the MLflow lookup must be in place before that."""
+    pytest.importorskip("groundtrace_langchain")
+    from groundtrace import config
+    from groundtrace_langchain import GroundtraceCallbackHandler
+    from langchain_core.runnables import RunnableLambda
+
+    trace_context.unregister_link_provider("mlflow")  # what a process that has not built the sink yet has
+    monkeypatch.setenv("GROUNDTRACE_METRICS", "lexical")
+    monkeypatch.setenv("GROUNDTRACE_SINKS", "mlflow")
+    monkeypatch.setenv("GROUNDTRACE_ISOLATION", "thread")
+    config.reset_shared_monitor()
+    try:
+        handler = GroundtraceCallbackHandler()
+        chain = RunnableLambda(lambda question: {"question": question, "answer": "The Eiffel Tower is in Paris.",
+                                                 "contexts": ["The Eiffel Tower is in Paris."]})
+
+        @mlflow.trace
+        def request(question: str) -> dict:
+            return chain.invoke(question, config={"callbacks": [handler]})
+
+        request("Where is the Eiffel Tower?")
+        trace_id = mlflow.get_last_active_trace_id()
+        assert handler.monitor.flush(30) and handler.monitor.stats.scored == 1
+        mlflow.flush_trace_async_logging()
+        assert assessments(trace_id)["lexical"]["feedback"] == {"value": 1.0}
+    finally:
+        trace_context.unregister_link_provider("mlflow")
+        config.reset_shared_monitor()
+
+
+def test_a_monitor_with_the_sink_registers_the_lookup() -> None:
+    from groundtrace.monitor import Monitor
+
+    trace_context.unregister_link_provider("mlflow")
+    assert answer_question("q").get("mlflow") is None
+    with Monitor(metrics=["lexical"], sinks=["mlflow"], isolation="thread", flush_at_exit=False):
+        assert answer_question("q")["mlflow"].startswith("tr-")

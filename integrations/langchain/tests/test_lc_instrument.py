@@ -28,13 +28,13 @@ def clean_env(monkeypatch):
 
 def test_instrument_captures_chains_and_graphs_without_any_callbacks(clean_env):
     sink = CollectingSink()
-    handler = instrument(metrics=["lexical"], sinks=[sink])
+    monitor = instrument(metrics=["lexical"], sinks=[sink])
 
-    assert isinstance(handler, GroundtraceCallbackHandler) and instrumented_handler() is handler
+    assert isinstance(monitor, Monitor) and instrumented_handler().monitor is monitor
     rag_chain().invoke(QUESTION)
     rag_graph().invoke({"question": QUESTION})
 
-    assert handler.monitor.flush(10)
+    assert monitor.flush(10)
     assert [(r.question, r.contexts, r.answer, r.metadata["run_name"]) for r in sink.records] == [
         (QUESTION, [PARIS.page_content], GROUNDED_ANSWER, "RunnableSequence"),
         (QUESTION, [PARIS.page_content], GROUNDED_ANSWER, "LangGraph"),
@@ -50,8 +50,7 @@ def test_instrument_reads_its_defaults_from_the_environment_and_kwargs_override(
     clean_env.setenv("GROUNDTRACE_SAMPLE_RATE", "0.5")
     clean_env.setenv("GROUNDTRACE_QUEUE_SIZE", "17")
 
-    handler = instrument(sample_rate=1.0)
-    monitor = handler.monitor
+    monitor = instrument(sample_rate=1.0)
     assert [m.name for m in monitor.metrics] == ["lexical"]
     assert [type(s) for s in monitor.sinks] == [JsonlSink]
     assert (monitor.sample_rate, monitor._queue.maxsize) == (1.0, 17)
@@ -79,28 +78,28 @@ def test_instrument_twice_is_harmless(clean_env, monitor, sink):
 
 def test_an_explicit_handler_takes_the_run_and_the_global_one_stays_out(clean_env, monitor, sink):
     global_sink = CollectingSink()
-    global_handler = instrument(metrics=["lexical"], sinks=[global_sink])
+    global_monitor = instrument(metrics=["lexical"], sinks=[global_sink])
 
     rag_chain().invoke(QUESTION, config={"callbacks": [GroundtraceCallbackHandler(monitor=monitor)]})
     rag_chain().invoke(QUESTION)
 
-    assert monitor.flush(10) and global_handler.monitor.flush(10)
+    assert monitor.flush(10) and global_monitor.flush(10)
     assert (len(sink.records), len(global_sink.records)) == (1, 1)
     assert sink.records[0].run_id != global_sink.records[0].run_id
 
 
 def test_uninstrument_stops_capture_and_closes_the_monitor_instrument_built(clean_env):
     sink = CollectingSink()
-    handler = instrument(metrics=["lexical"], sinks=[sink])
+    built = instrument(metrics=["lexical"], sinks=[sink])
     rag_chain().invoke(QUESTION)
-    assert handler.monitor.flush(10)
+    assert built.flush(10)
 
     uninstrument()
     rag_chain().invoke(QUESTION)
 
     assert instrumented_handler() is None
     assert len(sink.records) == 1
-    assert handler.monitor.submit(Record(answer="a", contexts=["c"])) is False  # closed: dropped
+    assert built.submit(Record(answer="a", contexts=["c"])) is False  # closed: dropped
     uninstrument()  # twice is harmless too
 
 
@@ -114,7 +113,7 @@ def test_uninstrument_leaves_a_given_monitor_open(clean_env, monitor, sink):
 def test_instrument_again_after_uninstrument_uses_the_new_settings(clean_env, monitor, sink):
     instrument(metrics=["lexical"], sinks=[CollectingSink()])
     uninstrument()
-    assert instrument(monitor=monitor).monitor is monitor
+    assert instrument(monitor=monitor) is monitor
 
     rag_chain().invoke(QUESTION)
     assert monitor.flush(10) and len(sink.records) == 1
@@ -129,7 +128,7 @@ def test_groundtrace_enabled_off_makes_instrument_a_no_op(clean_env, monitor, si
 
 
 def test_instrument_rejects_a_monitor_together_with_monitor_options(clean_env, monitor):
-    with pytest.raises(ValueError, match="either monitor= or Monitor options"):
+    with pytest.raises(ValueError, match="either monitor= or metrics/sinks/Monitor options"):
         instrument(monitor=monitor, metrics=["lexical"])
     assert instrumented_handler() is None
 

@@ -110,3 +110,9 @@ def test_the_entry_point_is_instrument_and_autoinstrumentation_finds_it(environm
 
     assert "llamaindex" in instrument_all(force=True)
     assert groundtrace_llamaindex.is_instrumented()
+
+
+def test_groundtrace_enabled_off_makes_instrument_a_no_op(monkeypatch, monitor):
+    monkeypatch.setenv("GROUNDTRACE_ENABLED", "off")
+    assert groundtrace_llamaindex.instrument(monitor=monitor) is None
+    assert not groundtrace_llamaindex.is_instrumented()

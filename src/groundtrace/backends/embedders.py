@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from groundtrace._extras import missing_extra
+from groundtrace.config import JudgeSettings
 from groundtrace.text.sentences import split_sentences
 
 
@@ -197,7 +198,8 @@ class MiniLMEmbedder(LocalModelEmbedder):
 class OpenAIEmbedder(Embedder):
     """Any OpenAI-compatible ``/embeddings`` endpoint (OpenAI, Azure, vLLM, llama.cpp, Ollama).
 
-    ``base_url`` and ``api_key`` default to ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``.
+    ``base_url`` and ``api_key`` default to ``settings`` (a ``groundtrace.config.JudgeSettings``),
+    else the environment's ``OPENAI_BASE_URL`` and ``OPENAI_API_KEY``.
     """
 
     name = "openai"
@@ -213,6 +215,7 @@ class OpenAIEmbedder(Embedder):
         max_retries: int = 3,
         batch_size: int = 64,
         cache_size: int = 4096,
+        settings: JudgeSettings | None = None,
     ) -> None:
         super().__init__(cache_size)
         try:
@@ -221,10 +224,11 @@ class OpenAIEmbedder(Embedder):
             raise missing_extra("openai", "the OpenAI-compatible embedder", error) from None
         self.model = model
         self.batch_size = batch_size
+        endpoint = settings or JudgeSettings.from_env()  # the OpenAI-compatible endpoint the judge uses too
         self._client = openai.OpenAI(
-            base_url=base_url or os.environ.get("OPENAI_BASE_URL"),
+            base_url=base_url or endpoint.base_url,
             # a local server needs no key, but the SDK insists on one
-            api_key=api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
+            api_key=api_key or endpoint.api_key or "not-needed",
             timeout=timeout,
             max_retries=max_retries,
         )

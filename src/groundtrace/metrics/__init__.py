@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
+from groundtrace.config import JudgeSettings, default_metrics
 from groundtrace.metrics.base import Metric, Result
 
 # name -> "module:Class"; third-party metrics register through the "groundtrace.metrics" entry point.
@@ -30,14 +30,8 @@ _registered: dict[str, type[Metric]] = {}
 
 
 def judge_configured(environ: Mapping[str, str] | None = None) -> bool:
-    """A judge is configured when GROUNDTRACE_JUDGE_MODEL names one: an OPENAI_API_KEY that happens
-    to be set must not start spending money on every answer."""
-    return bool((environ if environ is not None else os.environ).get("GROUNDTRACE_JUDGE_MODEL", "").strip())
-
-
-def default_metrics(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """What runs when nobody chose: the offline detector, plus judge faithfulness when a judge is configured."""
-    return ("grounding", "faithfulness") if judge_configured(environ) else ("grounding",)
+    """Whether GROUNDTRACE_JUDGE_MODEL names a judge (see ``groundtrace.config.JudgeSettings``)."""
+    return JudgeSettings.from_env(environ).configured
 
 
 def register_metric(cls: type[Metric]) -> type[Metric]:

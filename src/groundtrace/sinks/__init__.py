@@ -2,7 +2,11 @@
 
 A sink is a small class with ``emit(record, scores)``; it reads Records and Scores and never
 imports metrics. Each lives in its own module and imports its SDK lazily, so choosing a sink by
-name (``GROUNDTRACE_SINKS=otel,jsonl``) costs nothing for the sinks not chosen.
+name (``GROUNDTRACE_SINKS=otel,jsonl``) costs nothing for the sinks not chosen. A sink built by
+name gets the :class:`~groundtrace.config.Settings` (``from_settings``). A sink whose trace
+system has ids of its own (MLflow's ``tr-...``) names its lookup in ``trace_link``; the Monitor
+and the capture kit register it with ``trace_context`` (:func:`register_trace_links`) before a
+request is captured, never an import.
 """
 
 from __future__ import annotations
@@ -12,12 +16,22 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, TypeVar
 
+from groundtrace import trace_context
+from groundtrace.config import Settings
 from groundtrace.record import Record
 from groundtrace.score import Score
 
 
 class Sink:
     name: ClassVar[str]
+    #: (link name, lookup of the current request's id) for a trace system whose ids are not
+    #: OpenTelemetry's; the lookup must be cheap and must never raise
+    trace_link: ClassVar[tuple[str, Callable[[], str | None]] | None] = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Sink:
+        """The sink as ``GROUNDTRACE_SINKS`` names it, configured from ``settings``."""
+        return cls()
 
     def emit(self, record: Record, scores: list[Score]) -> None:
         raise NotImplementedError
@@ -51,13 +65,29 @@ def sink_class(name: str) -> type[Sink]:
     return getattr(importlib.import_module(module), attribute)
 
 
-def build_sinks(spec: Sequence[str | Sink] | str | None) -> list[Sink]:
-    """Sink instances from names (configured from their environment variables) or instances."""
+def _names(spec: Sequence[str | Sink] | str | None) -> list[str | Sink]:
     if spec is None:
         return []
     if isinstance(spec, str):
-        spec = [s.strip() for s in spec.split(",") if s.strip()]
-    return [sink_class(s)() if isinstance(s, str) else s for s in spec]
+        return [s.strip() for s in spec.split(",") if s.strip()]
+    return list(spec)
+
+
+def build_sinks(spec: Sequence[str | Sink] | str | None, settings: Settings | None = None) -> list[Sink]:
+    """Sink instances from names (configured from ``settings``, else the environment) or instances."""
+    spec = _names(spec)
+    if settings is None and any(isinstance(s, str) for s in spec):
+        settings = Settings.from_env()
+    return [sink_class(s).from_settings(settings) if isinstance(s, str) else s for s in spec]
+
+
+def register_trace_links(spec: Sequence[str | Sink] | str | None) -> None:
+    """Register with trace_context the link lookups of these sinks (names or instances), so that
+    the Records captured from now on carry their trace ids. Registering twice is harmless."""
+    for sink in _names(spec):
+        link = (sink_class(sink) if isinstance(sink, str) else sink).trace_link
+        if link is not None:
+            trace_context.register_link_provider(*link)
 
 
 T = TypeVar("T")
@@ -98,4 +128,4 @@ def spans_summary(score: Score, limit: int = 20) -> list[dict[str, Any]]:
     return [span.model_dump(exclude_none=True) for span in score.spans[:limit]]
 
 
-__all__ = ["Sink", "build_sinks", "retry_with_backoff", "score_label", "sink_class", "sink_names", "spans_summary"]
+__all__ = ["Sink", "build_sinks", "register_trace_links", "retry_with_backoff", "score_label", "sink_class", "sink_names", "spans_summary"]

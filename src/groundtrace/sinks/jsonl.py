@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 
+from groundtrace.config import DEFAULT_JSONL_PATH, Settings
 from groundtrace.record import Record
 from groundtrace.score import Score, ScoredRecord
 from groundtrace.sinks import Sink
@@ -15,10 +15,16 @@ class JsonlSink(Sink):
     name = "jsonl"
 
     def __init__(self, path: str | Path | None = None) -> None:
-        self.path = Path(path or os.environ.get("GROUNDTRACE_JSONL_PATH") or "groundtrace-scores.jsonl")
+        """``path``: the file to append to; by default the environment's (GROUNDTRACE_JSONL_PATH,
+        else groundtrace-scores.jsonl)."""
+        self.path = Path(path or Settings.from_env().jsonl_path or DEFAULT_JSONL_PATH)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._handle = open(self.path, "a", encoding="utf-8")
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> JsonlSink:
+        return cls(settings.jsonl_path)
 
     def emit(self, record: Record, scores: list[Score]) -> None:
         line = ScoredRecord(record=record, scores=scores).model_dump_json() + "\n"

@@ -1,10 +1,12 @@
 """MLflow sink: one Feedback assessment per Score on the request's MLflow trace.
 
-Finding the trace: MLflow trace ids ('tr-...') are not OpenTelemetry ids, so importing this
-module registers a link provider, ``trace_context.register_link_provider('mlflow', ...)``, that
-returns ``mlflow.get_active_trace_id()`` while a request runs, only if the application has
-imported mlflow itself. Adapters call ``trace_context.current_links()`` when the root run starts
-AND when it ends and merge both into ``record.trace_links``: whether MLflow's LangChain callback
+Finding the trace: MLflow trace ids ('tr-...') are not OpenTelemetry ids, so the sink names a
+link lookup, ``MLflowSink.trace_link``, that returns ``mlflow.get_active_trace_id()`` while a
+request runs, only if the application has imported mlflow itself. The Monitor that uses the sink,
+and the capture kit before a lazily built Monitor exists, register it with ``trace_context``
+(``sinks.register_trace_links``); importing this module registers nothing. Adapters call
+``trace_context.current_links()`` when the root run starts AND when it ends and merge both into
+``record.trace_links``: whether MLflow's LangChain callback
 (``mlflow.langchain.autolog()``) has opened its span depends on callback order. Measured with
 mlflow 3.17.2 and langchain-core 1.7.2: a handler passed in the call's config sees no active
 MLflow trace at root start and sees it at root end. ``mlflow.get_last_active_trace_id()`` is
@@ -33,7 +35,6 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from groundtrace import trace_context
 from groundtrace._extras import missing_extra
 from groundtrace.record import Record
 from groundtrace.score import Score
@@ -53,8 +54,6 @@ def active_mlflow_trace_id() -> str | None:
     get_active = getattr(mlflow, "get_active_trace_id", None)
     return get_active() if get_active is not None else None
 
-
-trace_context.register_link_provider(LINK, active_mlflow_trace_id)
 
 
 def feedback_metadata(score: Score) -> dict[str, str]:
@@ -98,6 +97,7 @@ class MLflowSink(Sink):
     bounds the looks for a trace not exported yet, ``backoff_s`` doubling between them."""
 
     name = "mlflow"
+    trace_link = (LINK, active_mlflow_trace_id)
 
     def __init__(self, *, timeout_s: float = 30.0, max_attempts: int = 4, backoff_s: float = 0.5) -> None:
         try:

@@ -49,9 +49,8 @@ class CaptureStats:
     """Where every root run went. ``in_flight`` roots have started and not ended yet."""
 
     roots: int = 0
-    recorded: int = 0  # a Record was submitted to the Monitor
+    recorded: int = 0  # a Record was submitted to the Monitor (which samples: see its stats)
     excluded: int = 0  # submitted marked excluded (metadata groundtrace_exclude)
-    sampled_out: int = 0  # the handler's own sample_rate left it out
     skipped: int = 0  # ended without retrieval (not a RAG answer) or without an answer: nothing to score
     failed: int = 0  # the root raised: nothing is scored
     evicted: int = 0  # forgotten past max_roots
@@ -100,10 +99,9 @@ class Collector:
             if root is not None:
                 self._owners[(scope, run_id.int)] = root
                 root.members.append(run_id.int)
-                if not root.excluded:
-                    root.retrievals[run_id.int] = None
-                    if root.query is None:
-                        root.query = query
+                root.retrievals[run_id.int] = None
+                if root.query is None:
+                    root.query = query
             return root
 
     def root_of(self, scope: int, run_id: UUID | None) -> RootRun | None:

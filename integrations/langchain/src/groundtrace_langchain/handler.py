@@ -16,18 +16,19 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
+from groundtrace.capture import end_request_span, prepare_shared_capture, start_request_span
 from groundtrace.config import shared_monitor
-from groundtrace.monitor import EXCLUDE_KEYS, Monitor, sampled
-from groundtrace.trace_context import current_links
+from groundtrace.monitor import Monitor, check_sample_rate
+from groundtrace.trace_context import current_links, otel_ids
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.outputs import LLMResult
 
 from groundtrace_langchain.collector import COLLECTOR, CaptureStats, RootRun
-from groundtrace_langchain.records import NothingToScore, build_record, excluded_record
-from groundtrace_langchain.request_span import end_request_span, root_trace_ids
+from groundtrace_langchain.records import NothingToScore, build_record
 
 log = logging.getLogger("groundtrace.langchain")
+TRACER_NAME = "groundtrace.langchain"
 _scopes = itertools.count(1)
 _reported: set[tuple[str, str]] = set()
 
@@ -51,7 +52,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
     this handler; ``monitor=`` uses the given one; with neither, the process-wide Monitor configured
     from ``GROUNDTRACE_*`` is used (created on the first Record). ``answer_key`` names the key of a
     dict output (a LangGraph state, say) that holds the answer. ``sample_rate`` goes to the owned
-    Monitor, or is applied here (by the same deterministic rule) in front of a given one.
+    Monitor, or along with each Record to a given or shared one, which applies it with its own.
     """
 
     # Our callbacks are O(1), thread-safe and never block: run them inline in async chains instead
@@ -76,12 +77,14 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
         builds_monitor = metrics is not None or sinks is not None or bool(monitor_options)
         if monitor is not None and builds_monitor:
             raise ValueError("pass either monitor= or the options to build one (metrics, sinks, ...), not both")
-        if sample_rate is not None and not 0.0 <= sample_rate <= 1.0:
-            raise ValueError(f"sample_rate must lie in [0, 1], got {sample_rate}")
+        if sample_rate is not None:
+            check_sample_rate(sample_rate)
         if builds_monitor:
             if sample_rate is not None:
                 monitor_options["sample_rate"] = sample_rate
             monitor = Monitor(metrics, sinks, **monitor_options)
+        elif monitor is None:
+            prepare_shared_capture()  # the shared Monitor comes with the first Record: its trace links now
         self._monitor = monitor
         self.owns_monitor = builds_monitor
         self.answer_key = answer_key
@@ -181,8 +184,8 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
     def _start_root(self, run_id: UUID, inputs: Any, tags: list[str] | None, metadata: dict[str, Any] | None,
                     name: str | None) -> None:
         metadata = metadata or {}
-        excluded = any(metadata.get(key) for key in EXCLUDE_KEYS)
-        ids, span = (None, None) if excluded else root_trace_ids(run_id, name)
+        excluded = Monitor.excludes(metadata)  # an excluded run starts no span and reads no links
+        ids, span = (None, None) if excluded else _request_ids(run_id, name)
         root = RootRun(
             run_id=run_id, name=name, inputs=inputs, tags=list(tags or ()), metadata=dict(metadata),
             excluded=excluded, otel_ids=ids, request_span=span, links={} if excluded else current_links(),
@@ -192,18 +195,25 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
 
     # ------------------------------------------------------------------------------ submitting
     def _submit(self, root: RootRun, outputs: Any, end_inputs: Any) -> None:
-        if root.excluded:
-            self.monitor.submit(excluded_record(root))
-            COLLECTOR.count("excluded")
-            return
         try:
             record = build_record(root, outputs, end_inputs, self.answer_key)
         except NothingToScore as reason:
             COLLECTOR.count("skipped")
             log.debug("groundtrace: root run %s (%s) %s: no record", root.run_id, root.name, reason)
             return
-        if self._sample_rate is not None and not sampled(record.trace_id or record.run_id, self._sample_rate):
-            COLLECTOR.count("sampled_out")
-            return
-        self.monitor.submit(record)
-        COLLECTOR.count("recorded")
+        # the Monitor samples and counts exclusions; an excluded Record carries the run's flag
+        self.monitor.submit(record, sample_rate=self._sample_rate)
+        COLLECTOR.count("excluded" if root.excluded else "recorded")
+
+
+def _request_ids(run_id: UUID, run_name: str | None) -> tuple[tuple[str, str] | None, Any]:
+    """(trace id, span id) for a root run starting now, and the span the adapter started, if any.
+
+    The current span (the application's, or OpenInference's) is used when there is one; else, with
+    an SDK installed, a new ``groundtrace.request`` span, ended when the root ends."""
+    ids = otel_ids()
+    if ids is not None:
+        return ids, None
+    span = start_request_span(TRACER_NAME, {"openinference.span.kind": "CHAIN", "groundtrace.run_id": str(run_id),
+                                            "groundtrace.run_name": run_name or ""})
+    return (otel_ids(span), span) if span is not None else (None, None)

@@ -27,26 +27,21 @@ class NothingToScore(Exception):
 
 
 def _root_metadata(root: RootRun) -> dict[str, Any]:
-    return {"source": SOURCE, "run_name": root.name, "tags": list(root.tags),
-            "run_metadata": scalar_metadata(root.metadata)}
+    metadata = {"source": SOURCE, "run_name": root.name, "tags": list(root.tags),
+                "run_metadata": scalar_metadata(root.metadata)}
+    if root.excluded:  # the run's own flag, where the Monitor reads it: counted there, never scored
+        metadata["groundtrace_exclude"] = True
+    return metadata
 
 
 def _links(root: RootRun) -> dict[str, str]:
     # Ids seen at the start win: they were read inside the request; the end may add ids that other
-    # tools created lazily during the run.
-    return {**current_links(), **root.links}
+    # tools created lazily during the run. Nothing is attached to an excluded run's traces.
+    return {} if root.excluded else {**current_links(), **root.links}
 
 
 def _ids(root: RootRun) -> tuple[str | None, str | None]:
     return root.otel_ids if root.otel_ids is not None else (None, None)
-
-
-def excluded_record(root: RootRun) -> Record:
-    """A record the Monitor counts as excluded and never scores."""
-    trace_id, span_id = _ids(root)
-    run_id = str(root.run_id)
-    return Record(id=run_id, run_id=run_id, trace_id=trace_id, span_id=span_id,
-                  metadata={**_root_metadata(root), "groundtrace_exclude": True})
 
 
 def build_record(root: RootRun, outputs: Any, end_inputs: Any, answer_key: str | None) -> Record:

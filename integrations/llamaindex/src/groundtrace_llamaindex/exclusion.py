@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from groundtrace.monitor import EXCLUDE_KEYS
+from groundtrace.monitor import Monitor
 
 _excluded: ContextVar[bool] = ContextVar("groundtrace_llamaindex_excluded", default=False)
 
@@ -35,4 +35,4 @@ def exclude() -> Iterator[None]:
 
 
 def is_excluded(tags: Mapping[str, Any] | None) -> bool:
-    return _excluded.get() or bool(tags) and any(tags.get(key) for key in EXCLUDE_KEYS)
+    return _excluded.get() or Monitor.excludes(tags)

@@ -6,16 +6,17 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from groundtrace.capture import end_request_span, start_request_span
 from groundtrace.record import Record
-from groundtrace.trace_context import current_links
+from groundtrace.trace_context import current_links, otel_ids
 
-from groundtrace_llamaindex import tracing
 from groundtrace_llamaindex.exclusion import is_excluded
 from groundtrace_llamaindex.extract import NodeEntry, input_text, node_entries
 
 # How much an event's answer is trusted when the root's own result carries none: the outermost
 # query's end is the final answer; a synthesis or a bare LLM call may be an intermediate step.
 QUERY_END, SYNTHESIZE_END, LLM_END = 3, 2, 1
+TRACER_NAME = "groundtrace_llamaindex"
 # Span ids are "Class.method-<uuid4>"; the uuid with its dash is 37 characters.
 _UUID_SUFFIX = 37
 
@@ -57,7 +58,7 @@ class RootRun:
             started_ns=time.time_ns(),
             excluded=excluded,
             # an excluded call gets no trace ids: nothing will be attached to its trace
-            trace_ids=None if excluded else tracing.ids_in_context(),
+            trace_ids=None if excluded else otel_ids(),
             trace_links={} if excluded else current_links(),
             question=input_text(arguments),
         )
@@ -94,7 +95,7 @@ class RootRun:
         entries = first_by_id(node_entries(response_nodes or self.retrieved))
         trace_ids = self.trace_ids
         if trace_ids is None and not self.excluded:
-            trace_ids = tracing.record_request_span(self.name, question, answer, self.started_ns, time.time_ns())
+            trace_ids = request_span(self.name, question, answer, self.started_ns, time.time_ns())
         metadata: dict[str, Any] = {"nodes": [entry.summary() for entry in entries]}
         if self.excluded:
             metadata["groundtrace_exclude"] = True
@@ -110,3 +111,18 @@ class RootRun:
             # what was current at the start wins
             trace_links={} if self.excluded else {**current_links(), **self.trace_links},
         )
+
+
+def request_span(root_name: str, question: str, answer: str, start_ns: int, end_ns: int) -> tuple[str, str] | None:
+    """Record a finished ``groundtrace.request`` span, the root of a trace of its own, with the
+    request's own start and end times; its ids, or None without a real TracerProvider.
+
+    It is written once the request has ended: a request that fails or is never read to the end
+    leaves no empty span behind."""
+    span = start_request_span(TRACER_NAME, {"openinference.span.kind": "CHAIN", "input.value": question,
+                                            "output.value": answer, "groundtrace.llamaindex.root": root_name},
+                              start_time=start_ns, new_trace=True)
+    if span is None:
+        return None
+    end_request_span(span, end_time=end_ns)
+    return otel_ids(span)

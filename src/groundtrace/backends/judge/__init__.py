@@ -23,9 +23,11 @@ The modules: :mod:`.client` (JudgeClient, JudgeError, JudgeResult, shared_client
 (JSON from free text, refusals, schemas), :mod:`.cache` (the sqlite cache), :mod:`.prices` (the
 price table). Importing this package does not import ``openai``; building a client does.
 
-Environment: ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``GROUNDTRACE_JUDGE_MODEL`` (default
-``gpt-4o-mini``), ``GROUNDTRACE_JUDGE_CACHE_DIR`` (default ``$XDG_CACHE_HOME/groundtrace/judge``
-or ``~/.cache/groundtrace/judge``).
+Settings: ``JudgeClient(settings=...)`` takes a :class:`groundtrace.config.JudgeSettings` (or a
+``Settings``); without one, ``groundtrace.config`` reads the environment: ``OPENAI_BASE_URL``,
+``OPENAI_API_KEY``, ``GROUNDTRACE_JUDGE_MODEL`` (default ``gpt-4o-mini``),
+``GROUNDTRACE_JUDGE_CACHE_DIR`` (default ``$XDG_CACHE_HOME/groundtrace/judge`` or
+``~/.cache/groundtrace/judge``). Explicit keyword arguments win over both.
 """
 
 from groundtrace.backends.judge.cache import JudgeCache, default_cache_dir

@@ -17,12 +17,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from groundtrace.config import JudgeSettings
+
 
 def default_cache_dir() -> Path:
-    if os.environ.get("GROUNDTRACE_JUDGE_CACHE_DIR"):
-        return Path(os.environ["GROUNDTRACE_JUDGE_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "groundtrace" / "judge"
+    """The environment's cache folder (``groundtrace.config.JudgeSettings.cache_dir``)."""
+    return JudgeSettings.from_env().cache_dir
 
 
 class JudgeCache:

@@ -21,7 +21,8 @@ from typing import Any, Generic, Literal, Self, TypeVar
 from pydantic import BaseModel, Field, ValidationError
 
 from groundtrace._extras import missing_extra
-from groundtrace.backends.judge.cache import JudgeCache, default_cache_dir
+from groundtrace.backends.judge.cache import JudgeCache
+from groundtrace.config import JudgeSettings, Settings
 from groundtrace.backends.judge.parsing import (
     extract_json,
     looks_like_refusal,
@@ -112,9 +113,10 @@ class _Usage:
 class JudgeClient:
     """An OpenAI-compatible chat client that returns validated pydantic objects (see the package doc).
 
-    ``model``, ``base_url`` and ``api_key`` default to ``GROUNDTRACE_JUDGE_MODEL`` (else
-    ``gpt-4o-mini``), ``OPENAI_BASE_URL`` (else OpenAI) and ``OPENAI_API_KEY`` (a local server
-    needs none). ``timeout_s`` bounds each HTTP request; a call gives up after ``max_retries``
+    ``model``, ``base_url``, ``api_key`` and the cache folder default to ``settings`` (a
+    :class:`~groundtrace.config.JudgeSettings` or :class:`~groundtrace.config.Settings`; without
+    one, the environment's: ``GROUNDTRACE_JUDGE_MODEL`` (else ``gpt-4o-mini``), ``OPENAI_BASE_URL``
+    (else OpenAI), ``OPENAI_API_KEY`` (a local server needs none), ``GROUNDTRACE_JUDGE_CACHE_DIR``). ``timeout_s`` bounds each HTTP request; a call gives up after ``max_retries``
     retries, so it takes at most about ``(max_retries + 1) * timeout_s`` plus the backoff
     (``backoff_s * 2**k``, at most ``max_backoff_s``, or what ``Retry-After`` says, at most
     ``max_retry_after_s``). ``concurrency`` requests at most are in flight from this client, across
@@ -141,6 +143,7 @@ class JudgeClient:
         backoff_s: float = 0.5,
         max_backoff_s: float = 20.0,
         max_retry_after_s: float = 30.0,
+        settings: JudgeSettings | Settings | None = None,
     ) -> None:
         try:
             import openai
@@ -151,9 +154,10 @@ class JudgeClient:
         if concurrency < 1 or max_retries < 0 or timeout_s <= 0:
             raise JudgeError("concurrency must be >= 1, max_retries >= 0 and timeout_s > 0", kind="config")
         self._openai = openai
-        self.model = model or os.environ.get("GROUNDTRACE_JUDGE_MODEL") or DEFAULT_MODEL
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        key = api_key or os.environ.get("OPENAI_API_KEY")
+        judge = judge_settings(settings)
+        self.model = model or judge.model or DEFAULT_MODEL
+        self.base_url = (base_url or judge.base_url or DEFAULT_BASE_URL).rstrip("/")
+        key = api_key or judge.api_key
         if not key and "api.openai.com" in self.base_url:
             raise JudgeError(
                 "no API key for OpenAI: set OPENAI_API_KEY or pass api_key=..., or point OPENAI_BASE_URL "
@@ -183,7 +187,7 @@ class JudgeClient:
         self._modes_lock = threading.Lock()
         self.cache: JudgeCache | None = None
         if cache and cache_dir is not None:
-            directory = default_cache_dir() if cache_dir == "default" else Path(cache_dir)
+            directory = judge.cache_dir if cache_dir == "default" else Path(cache_dir)
             try:
                 self.cache = JudgeCache(directory)
             except (OSError, sqlite3.Error) as error:
@@ -444,18 +448,24 @@ class JudgeClient:
 #: the keyword arguments that configure a JudgeClient (the judge metrics pass these on to it)
 CLIENT_OPTIONS = frozenset(name for name in inspect.signature(JudgeClient.__init__).parameters if name != "self")
 
-_ENVIRONMENT = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "GROUNDTRACE_JUDGE_MODEL", "GROUNDTRACE_JUDGE_CACHE_DIR", "XDG_CACHE_HOME")
 _clients: dict[tuple, JudgeClient] = {}
 _clients_lock = threading.Lock()
 
 
+def judge_settings(settings: JudgeSettings | Settings | None = None) -> JudgeSettings:
+    """The judge's settings: given, taken from a Settings, or read from the environment by config."""
+    if isinstance(settings, Settings):
+        return settings.judge
+    return settings if settings is not None else JudgeSettings.from_env()
+
+
 def shared_client(**options: Any) -> JudgeClient:
-    """One JudgeClient per distinct configuration in this process (the environment's defaults
-    are part of the configuration: a changed OPENAI_BASE_URL gets a new client), so that callers
-    with the same settings share the structured-output mode detection, the concurrency limit and
-    the cache."""
-    environment = tuple(os.environ.get(name) for name in _ENVIRONMENT)
-    key = (environment, tuple(sorted((k, _hashable(v)) for k, v in options.items())))
+    """One JudgeClient per distinct configuration in this process (the judge settings, given as
+    ``settings=`` or the environment's, are part of it: a changed OPENAI_BASE_URL gets a new
+    client), so that callers with the same settings share the structured-output mode detection,
+    the concurrency limit and the cache."""
+    options["settings"] = judge_settings(options.get("settings"))
+    key = tuple(sorted((k, _hashable(v)) for k, v in options.items()))
     with _clients_lock:
         client = _clients.get(key)
         if client is None:
