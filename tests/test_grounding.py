@@ -118,8 +118,12 @@ def test_a_context_longer_than_the_encoder_window_is_read_to_its_end(grounding):
     without = grounding.score(Record(question="When is the museum open?", contexts=[filler], answer=answer))
     assert with_fact.ok and without.ok
     assert with_fact.details["windows"] > 20
-    assert with_fact.value < without.value
-    assert without.hallucinated and not with_fact.hallucinated
+    assert with_fact.value < without.value - 0.1
+    # the last window's "except Monday" supports "but Monday": flagged only when it is not read
+    monday = answer.index("Monday")
+    assert any(s.start <= monday < s.end for s in without.spans)
+    assert not any(s.start <= monday < s.end for s in with_fact.spans)
+    assert all(a.end <= b.start for a, b in zip(without.spans, without.spans[1:]))  # disjoint, in order
 
 
 def test_windows_cover_every_context_and_answer_token_within_the_encoder_limit():

