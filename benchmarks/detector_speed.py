@@ -49,7 +49,7 @@ def monitored(rows: list[dict], workers: int) -> None:
             monitor.submit(Record(id=str(i), question=row["question"], contexts=row["contexts"], answer=row["answer"]))
         assert monitor.flush(timeout=1800)
         seconds = time.perf_counter() - started
-        stats = monitor.stats()
+        stats = monitor.stats
         print(f"Monitor, {workers} worker(s): {len(rows) / seconds:6.1f} records/s "
               f"(scored {stats.scored - 1}, failed {stats.failed}, dropped {stats.dropped})")
     finally:
