@@ -90,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     # as the metric reads them: tokens with a letter or digit only (punctuation alone states nothing)
     tokenizer = build.tokenizer_of(args.work)
     encodings = [tokenizer.encode(rows[p["id"]]["answer"]) for p in preds]
-    probs = [np.asarray(p["p"])[enc.word_tokens(rows[p["id"]]["answer"])] for p, enc in zip(preds, encodings)]
+    words = [enc.word_tokens(rows[p["id"]]["answer"]) for p, enc in zip(preds, encodings)]
+    probs = [np.asarray(p["p"])[w] for p, w in zip(preds, words)]
     report: dict = {"records": len(preds), "hallucinated": int(labels.sum())}
     for how in ("max", "top-2", "top-3", "top-5"):
         scores = np.array([aggregate(p, how) for p in probs])
@@ -102,11 +103,10 @@ def main(argv: list[str] | None = None) -> int:
         t = best_threshold(max_scores[folds != f], labels[folds != f])
         for i in np.where(folds == f)[0]:
             row = rows[preds[i]["id"]]
-            enc = encodings[i]
-            words = enc.word_tokens(row["answer"])
+            enc, w = encodings[i], words[i]
             n = len(row["answer"])
             gold = span_chars([(s["start"], s["end"]) for s in row["spans"]], n)
-            flagged = span_chars(token_spans(enc.starts[words], enc.ends[words], probs[i], t), n)
+            flagged = span_chars(token_spans(enc.starts[w], enc.ends[w], probs[i], t), n)
             gold_total += int(gold.sum()); pred_total += int(flagged.sum()); hit += int((gold & flagged).sum())
     sp, sr = hit / max(1, pred_total), hit / max(1, gold_total)
     report["span_chars"] = {"precision": round(sp, 3), "recall": round(sr, 3), "f1": round(2 * sp * sr / max(1e-9, sp + sr), 3)}
