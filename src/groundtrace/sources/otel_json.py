@@ -1,0 +1,210 @@
+"""``otel-json:PATH``: spans written as JSON, read with the OpenInference conventions.
+
+Two shapes, in one file or several (PATH may be a folder: every ``*.json``/``*.jsonl`` in it):
+
+- OTLP JSON, as the OpenTelemetry Collector's file exporter and OTLP/HTTP JSON write it:
+  ``{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId", "spanId", "parentSpanId",
+  "startTimeUnixNano", "attributes": [{"key", "value": {"stringValue": ...}}]}]}]}]}``, one object
+  per line or one per file; ids in hex (as the JSON encoding of OTLP says) or base64;
+- the Python SDK's ``span.to_json()`` (ConsoleSpanExporter, or a file exporter writing it), one
+  span per line or pretty-printed one after another: ``{"context": {"trace_id": "0x..."},
+  "parent_id", "start_time", "attributes": {...}}``.
+
+Attributes: ``openinference.span.kind``, ``input.value``, ``output.value``,
+``retrieval.documents.N.document.content`` (``.id``, ``.score``), ``reranker.output_documents.N...``,
+``metadata``, ``tag.tags``; where a span has no OpenInference kind, the GenAI conventions
+(``gen_ai.operation.name``, ``gen_ai.input.messages``/``gen_ai.output.messages``, the older
+``gen_ai.prompt``/``gen_ai.completion``). groundtrace's own EVALUATOR spans (``groundtrace.metric``)
+mark a trace as already scored.
+
+The file is read whole into spans grouped by trace (a trace's spans may lie anywhere in it); the
+Records then stream.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Iterator, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from groundtrace.sources import Source, SourceError, SourceFilter
+from groundtrace.sources.spans import Document, SpanView, decode, group_by_trace, records_from_traces
+
+_DOC_ATTR = re.compile(r"^(retrieval\.documents|reranker\.output_documents)\.(\d+)\.document\.(content|id|score)$")
+_GENAI_KINDS = {"chat": "LLM", "text_completion": "LLM", "generate_content": "LLM", "embeddings": "EMBEDDING",
+                "execute_tool": "TOOL", "invoke_agent": "AGENT", "create_agent": "AGENT"}
+_HEX = re.compile(r"^(0x)?[0-9a-fA-F]+$")
+
+
+# ---------------------------------------------------------------------------- JSON shapes
+def _otlp_value(value: Mapping[str, Any]) -> Any:
+    """An OTLP AnyValue as a Python value."""
+    if "stringValue" in value:
+        return value["stringValue"]
+    if "intValue" in value:
+        return int(value["intValue"])
+    if "doubleValue" in value:
+        return float(value["doubleValue"])
+    if "boolValue" in value:
+        return bool(value["boolValue"])
+    if "arrayValue" in value:
+        return [_otlp_value(v) for v in value["arrayValue"].get("values", [])]
+    if "kvlistValue" in value:
+        return {kv["key"]: _otlp_value(kv.get("value", {})) for kv in value["kvlistValue"].get("values", [])}
+    if "bytesValue" in value:
+        return value["bytesValue"]
+    return None
+
+
+def _hex_id(raw: Any, digits: int) -> str | None:
+    """A trace (32 digits) or span (16) id as lower-case hex, from hex, 0x-hex or base64."""
+    if not raw or not isinstance(raw, str):
+        return None
+    if _HEX.match(raw) and len(raw.removeprefix("0x")) <= digits:
+        text = raw.removeprefix("0x").lower().rjust(digits, "0")
+    else:
+        try:
+            text = base64.b64decode(raw, validate=True).hex()
+        except (binascii.Error, ValueError):
+            return None
+    return None if set(text) == {"0"} else text
+
+
+def _nanos(raw: Any) -> datetime | None:
+    try:
+        return datetime.fromtimestamp(int(raw) / 1e9, tz=timezone.utc) if raw not in (None, "", 0, "0") else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _iso(raw: Any) -> datetime | None:
+    if not isinstance(raw, str):
+        return None
+    try:
+        return datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _raw_spans(value: Any) -> Iterator[tuple[str | None, str | None, str | None, str, datetime | None, dict[str, Any]]]:
+    """(trace id, span id, parent id, name, start, attributes) of every span in one JSON value."""
+    if isinstance(value, list):
+        for item in value:
+            yield from _raw_spans(item)
+        return
+    if not isinstance(value, Mapping):
+        return
+    if "resourceSpans" in value:  # OTLP
+        for resource in value.get("resourceSpans") or []:
+            for scope in resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans") or []:
+                for span in scope.get("spans") or []:
+                    attributes = {a["key"]: _otlp_value(a.get("value") or {}) for a in span.get("attributes") or []}
+                    yield (_hex_id(span.get("traceId"), 32), _hex_id(span.get("spanId"), 16),
+                           _hex_id(span.get("parentSpanId"), 16), span.get("name") or "",
+                           _nanos(span.get("startTimeUnixNano")), attributes)
+    elif isinstance(value.get("context"), Mapping):  # the SDK's span.to_json()
+        context = value["context"]
+        yield (_hex_id(context.get("trace_id"), 32), _hex_id(context.get("span_id"), 16),
+               _hex_id(value.get("parent_id"), 16), value.get("name") or "", _iso(value.get("start_time")),
+               dict(value.get("attributes") or {}))
+
+
+def _json_values(text: str) -> Iterator[Any]:
+    """Every JSON value in a text of values one after another (JSON Lines, or pretty-printed)."""
+    decoder = json.JSONDecoder()
+    position, end = 0, len(text)
+    while position < end:
+        while position < end and text[position].isspace():
+            position += 1
+        if position >= end:
+            return
+        try:
+            value, position = decoder.raw_decode(text, position)
+        except json.JSONDecodeError as error:
+            raise SourceError(f"not JSON at line {error.lineno}, column {error.colno}: {error.msg}") from None
+        yield value
+
+
+# ----------------------------------------------------------------------------- span views
+def _documents(attributes: Mapping[str, Any], prefix: str) -> list[Document]:
+    found: dict[int, dict[str, Any]] = {}
+    for key, value in attributes.items():
+        match = _DOC_ATTR.match(key)
+        if match and match.group(1) == prefix:
+            found.setdefault(int(match.group(2)), {})[match.group(3)] = value
+    docs = []
+    for _, fields in sorted(found.items()):
+        content = fields.get("content")
+        if isinstance(content, str) and content.strip():
+            score = fields.get("score")
+            docs.append(Document(content, None if fields.get("id") is None else str(fields["id"]),
+                                 float(score) if isinstance(score, (int, float)) else None))
+    return docs
+
+
+def _metadata(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    metadata = decode(attributes.get("metadata"))
+    metadata = dict(metadata) if isinstance(metadata, Mapping) else {}
+    tags = attributes.get("tag.tags")
+    if isinstance(tags, list) and tags:
+        metadata["tags"] = [str(t) for t in tags]
+    for key in ("session.id", "user.id"):
+        if attributes.get(key) is not None:
+            metadata[key] = attributes[key]
+    return metadata
+
+
+def span_view(trace_id: str, span_id: str, parent_id: str | None, name: str, start: datetime | None,
+              attributes: Mapping[str, Any]) -> SpanView:
+    """A span's OpenInference (else GenAI) attributes as a SpanView."""
+    kind = attributes.get("openinference.span.kind")
+    operation = attributes.get("gen_ai.operation.name")
+    kind = str(kind).upper() if kind else _GENAI_KINDS.get(str(operation), "UNKNOWN")
+    docs = _documents(attributes, "reranker.output_documents" if kind == "RERANKER" else "retrieval.documents")
+    inputs = attributes.get("input.value", attributes.get("gen_ai.input.messages", attributes.get("gen_ai.prompt")))
+    outputs = attributes.get("output.value", attributes.get("gen_ai.output.messages", attributes.get("gen_ai.completion")))
+    evaluation = attributes.get("groundtrace.metric") if kind == "EVALUATOR" else None
+    return SpanView(trace_id=trace_id, span_id=span_id, parent_id=parent_id, kind=kind, name=name, start_time=start,
+                    input=inputs, output=outputs, documents=docs, metadata=_metadata(attributes),
+                    evaluation=str(evaluation) if evaluation else None)
+
+
+def read_span_views(path: Path) -> list[SpanView]:
+    files = sorted(p for p in path.iterdir() if p.suffix in (".json", ".jsonl")) if path.is_dir() else [path]
+    views = []
+    for file in files:
+        try:
+            text = file.read_text(encoding="utf-8", errors="replace")
+        except OSError as error:
+            raise SourceError(f"cannot read {file}: {error}") from None
+        try:
+            for value in _json_values(text):
+                for trace_id, span_id, parent_id, name, start, attributes in _raw_spans(value):
+                    if trace_id and span_id:
+                        views.append(span_view(trace_id, span_id, parent_id, name, start, attributes))
+        except SourceError as error:
+            raise SourceError(f"{file}: {error}") from None
+    return views
+
+
+class OTelJsonSource(Source):
+    """``otel-json:PATH``: OTLP JSON or the SDK's span JSON, in a file or a folder of files."""
+
+    name = "otel-json"
+    sink = None  # a file cannot take scores back: use --sinks otel (an OTLP exporter) or -o
+
+    def records(self, filters: SourceFilter | None = None) -> Iterator[Any]:
+        filters = filters or SourceFilter()
+        if not self.target:
+            raise SourceError("otel-json needs a path: otel-json:spans.json")
+        path = Path(self.target)
+        if not path.exists():
+            raise SourceError(f"{path} does not exist")
+        traces = group_by_trace(read_span_views(path)).values()
+        ordered = sorted(traces, key=lambda spans: min((s.start_time.timestamp() for s in spans if s.start_time), default=0.0))
+        yield from records_from_traces(ordered, self.spec, filters, self.stats)
