@@ -33,3 +33,13 @@ class TableEmbedder(Embedder):
 
     def _embed(self, texts: list[str]) -> np.ndarray:
         return np.array([self.vectors[t] for t in texts], dtype=np.float32)
+
+
+@pytest.fixture(scope="session")
+def phoenix_url(tmp_path_factory):
+    """One ``phoenix serve`` on loopback for the whole session (it takes 10-30 s to start); each
+    test module writes to its own project."""
+    from tests.phoenix_server import phoenix_serve
+
+    with phoenix_serve(tmp_path_factory.mktemp("phoenix")) as url:
+        yield url

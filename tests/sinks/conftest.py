@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 from groundtrace.record import Record
 from groundtrace.score import Score, Span
 from tests.loopback import LoopbackServer, Reply, Request
+from tests.phoenix_server import free_port as _free_port
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 SPAN_ID = "00f067aa0ba902b7"
@@ -29,12 +29,6 @@ def loopback() -> Iterator[Callable[[Callable[[Request], Reply]], LoopbackServer
     yield start
     for server in servers:
         server.__exit__()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

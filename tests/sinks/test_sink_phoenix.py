@@ -3,12 +3,8 @@ and a loopback server for the exact wire payload, the retries and the failures."
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -120,48 +116,7 @@ def test_a_missing_sdk_names_the_extra_to_install(monkeypatch) -> None:
 
 
 # ------------------------------------------------------------------------------ a live Phoenix
-@pytest.fixture(scope="module")
-def phoenix_url(tmp_path_factory, free_port) -> Iterator[str]:
-    """``phoenix serve`` on free loopback ports with a temp working dir; stopped after the module."""
-    pytest.importorskip("phoenix.server.main", reason="the Phoenix server (arize-phoenix) is not installed")
-    workdir = tmp_path_factory.mktemp("phoenix")
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PHOENIX_", "OTEL_"))}
-    env.update(PHOENIX_WORKING_DIR=str(workdir), PHOENIX_HOST="127.0.0.1", PHOENIX_PORT=str(port),
-               PHOENIX_GRPC_PORT=str(free_port()), PHOENIX_TELEMETRY_ENABLED="false")
-    log_path = workdir / "server.log"
-    with open(log_path, "wb") as log:
-        server = subprocess.Popen([sys.executable, "-c", "from phoenix.server.main import main; main()", "serve"],
-                                  env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_healthy(url, server, log_path, limit_s=120)
-        yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=5)
-
-
-def wait_until_healthy(url: str, server: subprocess.Popen, log_path: Path, limit_s: float) -> None:
-    import httpx
-
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            pytest.fail(f"phoenix serve exited with {server.returncode}:\n{log_path.read_text()[-2000:]}")
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.25)
-    pytest.fail(f"phoenix serve was not healthy after {limit_s:g} s:\n{log_path.read_text()[-2000:]}")
-
-
+# phoenix_url: the session's `phoenix serve` (tests/conftest.py)
 def export_span(url: str) -> tuple[str, str]:
     """One root span sent over OTLP/HTTP as an instrumented app would; its (trace id, span id)."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter

@@ -65,20 +65,14 @@ class PhoenixSink(Sink):
     ) -> None:
         try:
             import httpx
-            from phoenix.client import Client
+            import phoenix.client  # noqa: F401  (the extra is installed)
         except ImportError as error:
             raise missing_extra("phoenix", "the Phoenix sink", error) from None
         self._httpx = httpx
         if client is None:
-            from phoenix.client.utils.config import get_base_url, get_env_client_headers
+            from groundtrace._phoenix_client import phoenix_client
 
-            headers = get_env_client_headers()
-            if api_key:
-                headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
-                headers["Authorization"] = f"Bearer {api_key}"
-            # our own httpx client: the phoenix client's default waits up to 30 s per read
-            http = httpx.Client(base_url=base_url or get_base_url(), headers=headers, timeout=timeout_s)
-            client = Client(http_client=http)
+            client = phoenix_client(base_url, api_key, timeout_s)
         self.client = client
         self.max_attempts = max(1, max_attempts)
         self.backoff_s = backoff_s

@@ -10,11 +10,8 @@ Two shapes, in one file or several (PATH may be a folder: every ``*.json``/``*.j
   span per line or pretty-printed one after another: ``{"context": {"trace_id": "0x..."},
   "parent_id", "start_time", "attributes": {...}}``.
 
-Attributes: ``openinference.span.kind``, ``input.value``, ``output.value``,
-``retrieval.documents.N.document.content`` (``.id``, ``.score``), ``reranker.output_documents.N...``,
-``metadata``, ``tag.tags``; where a span has no OpenInference kind, the GenAI conventions
-(``gen_ai.operation.name``, ``gen_ai.input.messages``/``gen_ai.output.messages``, the older
-``gen_ai.prompt``/``gen_ai.completion``). groundtrace's own EVALUATOR spans (``groundtrace.metric``)
+Attributes are read by :func:`groundtrace.sources.openinference.span_view` (OpenInference, else
+GenAI conventions), as Phoenix's are; groundtrace's own EVALUATOR spans (``groundtrace.metric``)
 mark a trace as already scored.
 
 The file is read whole into spans grouped by trace (a trace's spans may lie anywhere in it); the
@@ -33,11 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from groundtrace.sources import Source, SourceError, SourceFilter
-from groundtrace.sources.spans import Document, SpanView, decode, group_by_trace, records_from_traces
+from groundtrace.sources.openinference import span_view
+from groundtrace.sources.spans import SpanView, group_by_trace, records_from_traces
 
-_DOC_ATTR = re.compile(r"^(retrieval\.documents|reranker\.output_documents)\.(\d+)\.document\.(content|id|score)$")
-_GENAI_KINDS = {"chat": "LLM", "text_completion": "LLM", "generate_content": "LLM", "embeddings": "EMBEDDING",
-                "execute_tool": "TOOL", "invoke_agent": "AGENT", "create_agent": "AGENT"}
 _HEX = re.compile(r"^(0x)?[0-9a-fA-F]+$")
 
 
@@ -130,50 +125,6 @@ def _json_values(text: str) -> Iterator[Any]:
         yield value
 
 
-# ----------------------------------------------------------------------------- span views
-def _documents(attributes: Mapping[str, Any], prefix: str) -> list[Document]:
-    found: dict[int, dict[str, Any]] = {}
-    for key, value in attributes.items():
-        match = _DOC_ATTR.match(key)
-        if match and match.group(1) == prefix:
-            found.setdefault(int(match.group(2)), {})[match.group(3)] = value
-    docs = []
-    for _, fields in sorted(found.items()):
-        content = fields.get("content")
-        if isinstance(content, str) and content.strip():
-            score = fields.get("score")
-            docs.append(Document(content, None if fields.get("id") is None else str(fields["id"]),
-                                 float(score) if isinstance(score, (int, float)) else None))
-    return docs
-
-
-def _metadata(attributes: Mapping[str, Any]) -> dict[str, Any]:
-    metadata = decode(attributes.get("metadata"))
-    metadata = dict(metadata) if isinstance(metadata, Mapping) else {}
-    tags = attributes.get("tag.tags")
-    if isinstance(tags, list) and tags:
-        metadata["tags"] = [str(t) for t in tags]
-    for key in ("session.id", "user.id"):
-        if attributes.get(key) is not None:
-            metadata[key] = attributes[key]
-    return metadata
-
-
-def span_view(trace_id: str, span_id: str, parent_id: str | None, name: str, start: datetime | None,
-              attributes: Mapping[str, Any]) -> SpanView:
-    """A span's OpenInference (else GenAI) attributes as a SpanView."""
-    kind = attributes.get("openinference.span.kind")
-    operation = attributes.get("gen_ai.operation.name")
-    kind = str(kind).upper() if kind else _GENAI_KINDS.get(str(operation), "UNKNOWN")
-    docs = _documents(attributes, "reranker.output_documents" if kind == "RERANKER" else "retrieval.documents")
-    inputs = attributes.get("input.value", attributes.get("gen_ai.input.messages", attributes.get("gen_ai.prompt")))
-    outputs = attributes.get("output.value", attributes.get("gen_ai.output.messages", attributes.get("gen_ai.completion")))
-    evaluation = attributes.get("groundtrace.metric") if kind == "EVALUATOR" else None
-    return SpanView(trace_id=trace_id, span_id=span_id, parent_id=parent_id, kind=kind, name=name, start_time=start,
-                    input=inputs, output=outputs, documents=docs, metadata=_metadata(attributes),
-                    evaluation=str(evaluation) if evaluation else None)
-
-
 def read_span_views(path: Path) -> list[SpanView]:
     files = sorted(p for p in path.iterdir() if p.suffix in (".json", ".jsonl")) if path.is_dir() else [path]
     views = []
@@ -208,3 +159,6 @@ class OTelJsonSource(Source):
         traces = group_by_trace(read_span_views(path)).values()
         ordered = sorted(traces, key=lambda spans: min((s.start_time.timestamp() for s in spans if s.start_time), default=0.0))
         yield from records_from_traces(ordered, self.spec, filters, self.stats)
+
+
+__all__ = ["OTelJsonSource", "read_span_views", "span_view"]

@@ -28,7 +28,8 @@ from typing import Any
 from groundtrace.record import Record
 from groundtrace.sources import SCORED_KEY, SOURCE_KEY
 
-QUESTION_KEYS = ("question", "query", "query_str", "input", "user_input", "prompt", "text", "content")
+# query_bundle: LlamaIndex passes {"query_bundle": {"query_str": ...}} to _query and _retrieve
+QUESTION_KEYS = ("question", "query", "query_str", "query_bundle", "input", "user_input", "prompt", "text", "content")
 ANSWER_KEYS = ("answer", "output", "result", "response", "output_text", "text", "content", "generation")
 DOCUMENT_LIST_KEYS = ("documents", "docs", "nodes", "source_nodes", "context", "contexts", "output")
 _DOCUMENT_TEXT_KEYS = ("page_content", "content", "text", "document")
@@ -55,7 +56,8 @@ class SpanView:
     ``kind`` is an OpenInference span kind in capitals (CHAIN, RETRIEVER, RERANKER, LLM, AGENT,
     TOOL, EMBEDDING, EVALUATOR, UNKNOWN); ``input``/``output`` are the raw values (strings,
     JSON text or decoded JSON); ``evaluation`` names the groundtrace metric of an EVALUATOR span
-    that groundtrace wrote (so a backfill knows the trace is already scored)."""
+    that groundtrace wrote (so a backfill knows the trace is already scored); ``evaluations`` the
+    groundtrace metrics the platform keeps beside the span."""
 
     trace_id: str
     span_id: str
@@ -68,6 +70,9 @@ class SpanView:
     documents: list[Document] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
     evaluation: str | None = None
+    #: groundtrace metrics the platform holds for this span outside the trace's spans (Phoenix
+    #: annotations, LangSmith feedback, MLflow assessments): the trace is already scored for them
+    evaluations: list[str] = field(default_factory=list)
 
 
 # ------------------------------------------------------------------------------ reading values
@@ -83,6 +88,13 @@ def decode(value: Any) -> Any:
             except json.JSONDecodeError:
                 return value
     return value
+
+
+def _broken_json(text: str) -> bool:
+    """A text that was meant as a JSON object or list but does not parse (cut by an attribute length
+    limit, say): not a question or an answer. ``[urgent] why ...`` is still text."""
+    stripped = text.strip()
+    return stripped.startswith("{") or (stripped.startswith("[") and stripped.endswith("]"))
 
 
 def _role(message: Mapping[str, Any]) -> str | None:
@@ -101,6 +113,9 @@ def _message_content(message: Mapping[str, Any]) -> str | None:
         if not isinstance(holder, Mapping):
             continue
         content = holder.get("content")
+        if content is None and isinstance(holder.get("parts"), list):  # GenAI: {"role", "parts": [{"type": "text", "content"}]}
+            content = [part for part in holder["parts"] if isinstance(part, Mapping) and part.get("type", "text") == "text"]
+            content = [{"text": part.get("content")} for part in content]
         if isinstance(content, str) and content.strip():
             return content
         if isinstance(content, list):  # content blocks
@@ -128,7 +143,7 @@ def text_of(value: Any, keys: Sequence[str], roles: set[str]) -> str | None:
     among several unrelated strings)."""
     value = decode(value)
     if isinstance(value, str):
-        return value if value.strip() else None
+        return value if value.strip() and not _broken_json(value) else None
     if isinstance(value, Mapping):
         for key in keys:
             if key in value:
@@ -165,6 +180,8 @@ def _document(item: Any) -> Document | None:
         return Document(item) if item.strip() else None
     if not isinstance(item, Mapping):
         return None
+    if item.get("lc") and isinstance(item.get("kwargs"), Mapping):  # LangChain's serialised form
+        return _document(item["kwargs"])
     if isinstance(item.get("node"), Mapping):  # LlamaIndex NodeWithScore: {"node": {...}, "score": x}
         inner = _document(item["node"])
         if inner is not None and isinstance(item.get("score"), (int, float)):
@@ -235,7 +252,7 @@ def assemble(spans: Iterable[SpanView], source: str, **ids: Any) -> Record | str
         return NO_ANSWER
     retrievers = sorted((s for s in spans if s.kind == "RETRIEVER"), key=_start)
     question = question_of(root.input) or next(filter(None, (question_of(s.input) for s in retrievers)), None)
-    scored = sorted({s.evaluation for s in spans if s.evaluation})
+    scored = sorted({s.evaluation for s in spans if s.evaluation} | {name for s in spans for name in s.evaluations})
     metadata = {**root.metadata, SOURCE_KEY: source, "root_span": root.name}
     if root.start_time is not None:
         metadata["started"] = _start(root).isoformat()

@@ -1,0 +1,110 @@
+"""``otel-json:PATH`` over what real instrumented applications wrote: a LangChain LCEL chain and a
+LlamaIndex query engine traced by OpenInference's instrumentors, exported by the OpenTelemetry SDK
+as OTLP JSON lines and as the SDK's ``span.to_json()``. The records are exactly what the apps used."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("openinference.instrumentation.langchain")
+pytest.importorskip("openinference.instrumentation.llama_index")
+pytest.importorskip("opentelemetry.exporter.otlp.proto.common")
+
+from groundtrace.sources import SCORED_KEY, SOURCE_KEY, SourceFilter, open_source  # noqa: E402
+from tests.sources.apps import (  # noqa: E402
+    InMemorySpanExporter, OtlpJsonLinesExporter, Traffic, log_traffic, sdk_json_exporter, tracer_provider)
+
+SHAPES = ("otlp", "sdk")
+
+
+@dataclass
+class Logged:
+    traffic: Traffic
+    files: dict[str, Path]
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory) -> Iterator[Logged]:
+    folder = tmp_path_factory.mktemp("spans")
+    files = {"otlp": folder / "otlp.jsonl", "sdk": folder / "sdk.json"}
+    sdk = sdk_json_exporter(files["sdk"])
+    provider = tracer_provider("otel-json-test", OtlpJsonLinesExporter(files["otlp"]), sdk, memory := InMemorySpanExporter())
+    traffic = log_traffic(provider, memory)
+    provider.shutdown()
+    sdk.out.close()
+    yield Logged(traffic, files)
+
+
+def read(path: Path, **filters) -> tuple[list, dict]:
+    source = open_source(f"otel-json:{path}")
+    records = list(source.records(SourceFilter(**filters)))
+    return records, source.stats.as_dict()
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_records_are_exactly_what_the_apps_used(logged: Logged, shape: str) -> None:
+    records, stats = read(logged.files[shape])
+
+    expected = [(r.question, r.contexts, r.answer, r.trace_id, r.span_id) for r in logged.traffic.rag]
+    assert [(r.question, r.contexts, r.answer, r.trace_id, r.span_id) for r in records] == expected
+    assert stats == {"traces": 5, "records": 3, "skipped": {"no retrieval": 2}}
+    assert [r.id for r in records] == [r.trace_id for r in logged.traffic.rag]
+    assert [r.metadata["root_span"] for r in records] == ["RunnableSequence", "RunnableSequence",
+                                                         "RetrieverQueryEngine.query"]
+    assert all(r.metadata[SOURCE_KEY] == f"otel-json:{logged.files[shape]}" and SCORED_KEY not in r.metadata
+               for r in records)
+
+
+def test_both_shapes_give_the_same_records(logged: Logged) -> None:
+    otlp, _ = read(logged.files["otlp"])
+    sdk, _ = read(logged.files["sdk"])
+    assert [r.model_dump(exclude={"metadata"}) for r in otlp] == [r.model_dump(exclude={"metadata"}) for r in sdk]
+
+
+def test_a_folder_reads_every_file_once_per_trace(logged: Logged) -> None:
+    # both files hold the same spans: a trace's spans seen twice are still one request
+    records, stats = read(logged.files["otlp"].parent)
+    assert [r.trace_id for r in records] == [r.trace_id for r in logged.traffic.rag]
+    assert stats["records"] == 3
+
+
+def test_contexts_keep_the_retrievers_order_and_texts(logged: Logged) -> None:
+    records, _ = read(logged.files["otlp"])
+    # the vector store ranks by cosine of hashed words: Baikal shares none, and ties come in insertion order
+    assert records[0].contexts == ["Paris is the capital of France.", "Байкал — самое глубокое озеро в мире."]
+    assert records[2].contexts == ["The dormitory fee at Saint Petersburg State University is 1,879 rubles per month.",
+                                   "Плата за проживание в общежитии СПбГУ составляет 1 879 рублей в месяц."]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_time_window_limit_and_metadata_filters(logged: Logged, shape: str) -> None:
+    t = logged.traffic
+    path = logged.files[shape]
+
+    records, stats = read(path, since=t.middle)
+    assert [r.trace_id for r in records] == [t.rag[2].trace_id]
+    assert stats == {"traces": 5, "records": 1, "skipped": {"filtered out": 2, "no retrieval": 2}}
+
+    records, stats = read(path, until=t.middle)
+    assert [r.trace_id for r in records] == [t.rag[0].trace_id, t.rag[1].trace_id]
+    assert stats == {"traces": 5, "records": 2, "skipped": {"filtered out": 3}}
+
+    records, stats = read(path, since=t.started, until=t.ended, limit=2)
+    assert [r.trace_id for r in records] == [t.rag[0].trace_id, t.rag[1].trace_id]
+    assert stats == {"traces": 2, "records": 2, "skipped": {}}
+
+    records, stats = read(path, metadata={"env": "staging"})
+    assert [r.trace_id for r in records] == [t.rag[0].trace_id, t.rag[2].trace_id]
+    assert [r.metadata["env"] for r in records] == ["staging", "staging"]
+    assert stats == {"traces": 5, "records": 2, "skipped": {"filtered out": 3}}
+
+    records, stats = read(path, metadata={"tag": "nightly"})
+    assert [(r.trace_id, r.metadata["tags"]) for r in records] == [(t.rag[0].trace_id, ["nightly"])]
+    assert stats == {"traces": 5, "records": 1, "skipped": {"filtered out": 4}}
+
+    records, stats = read(path, since=t.ended)
+    assert (records, stats) == ([], {"traces": 5, "records": 0, "skipped": {"filtered out": 5}})
