@@ -20,6 +20,7 @@ instead of a Record, and nothing is guessed.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -35,6 +36,8 @@ DOCUMENT_LIST_KEYS = ("documents", "docs", "nodes", "source_nodes", "context", "
 _DOCUMENT_TEXT_KEYS = ("page_content", "content", "text", "document")
 _USER_ROLES = {"user", "human", "humanmessage"}
 _ASSISTANT_ROLES = {"assistant", "ai", "aimessage", "model"}
+
+_JSON_LIST_START = re.compile(r'^\[\s*[\[{"\d-]')  # a list of lists, objects, strings or numbers
 
 NO_RETRIEVAL = "no retrieval"
 NO_ANSWER = "no answer"
@@ -94,7 +97,8 @@ def _broken_json(text: str) -> bool:
     """A text that was meant as a JSON object or list but does not parse (cut by an attribute length
     limit, say): not a question or an answer. ``[urgent] why ...`` is still text."""
     stripped = text.strip()
-    return stripped.startswith("{") or (stripped.startswith("[") and stripped.endswith("]"))
+    return stripped.startswith("{") or (stripped.startswith("[") and (
+        stripped.endswith("]") or _JSON_LIST_START.match(stripped) is not None))
 
 
 def _role(message: Mapping[str, Any]) -> str | None:
