@@ -4,9 +4,11 @@ other distributions register in the entry-point group groundtrace.commands (grou
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Sequence
 from contextlib import nullcontext
+from datetime import datetime, timedelta, timezone
 from importlib import resources
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -181,11 +183,14 @@ def metrics_command(
     out.print(table)
 
 
-def _score_file(input_path: str, metrics: str, output: Path | None, workers: int, options: dict) -> list[ScoredRecord]:
+def _score_file(input_path: str, metrics: str, output: Path | None, workers: int, options: dict,
+                sinks: str | None = None) -> list[ScoredRecord]:
     from groundtrace.engine import Evaluator
     from groundtrace.io import read_jsonl
+    from groundtrace.sinks import build_sinks, emit_all
 
     evaluator = Evaluator(metrics, workers=workers, options=options)
+    built = build_sinks("" if not sinks or sinks.strip().lower() == "none" else sinks)
     rows: list[ScoredRecord] = []
     items = list(read_jsonl(input_path))
     sink = open(output, "w", encoding="utf-8") if output else nullcontext(None)
@@ -193,30 +198,124 @@ def _score_file(input_path: str, metrics: str, output: Path | None, workers: int
         task = progress.add_task("scoring", total=len(items))
         for row in evaluator.iter_evaluate(items):
             rows.append(row)
+            emit_all(built, row.record, row.scores)
             if handle:
                 handle.write(row.model_dump_json() + "\n")
             progress.advance(task)
+    for built_sink in built:
+        built_sink.close()
     return rows
+
+
+SINCE_HELP = ("ISO date or time (UTC unless it names a zone), or an age such as 7d, 12h, 30m")
+
+
+def parse_when(text: str | None, now: datetime | None = None) -> datetime | None:
+    """'2026-11-01', '2026-11-01T08:00:00+02:00' or an age before now ('7d', '12h', '30m', '2w')."""
+    if text is None or not text.strip():
+        return None
+    text = text.strip()
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([smhdw])", text)
+    if match:
+        unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[match.group(2)]
+        return (now or datetime.now(timezone.utc)) - timedelta(**{unit: float(match.group(1))})
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise typer.BadParameter(f"'{text}' is neither an ISO date/time nor an age like 7d or 12h") from None
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+def parse_where(pairs: Sequence[str] | None) -> dict[str, str]:
+    """'env=prod' -> {'env': 'prod'}."""
+    found: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"'{pair}' is not KEY=VALUE", param_hint="--where")
+        found[key.strip()] = value.strip()
+    return found
+
+
+def _backfill(spec: str, metrics: str, output: Path | None, workers: int, options: dict, sinks: str | None,
+              filters: Any, rescore: bool) -> tuple[list[ScoredRecord], Any]:
+    from groundtrace.backfill import backfill
+    from groundtrace.config import Settings
+    from groundtrace.engine import Evaluator
+    from groundtrace.record import Record
+    from groundtrace.sinks import build_sinks
+    from groundtrace.sources import open_source
+
+    settings = Settings.from_env()
+    source = open_source(spec, settings)
+    evaluator = Evaluator(metrics, workers=workers, options=options)
+    if sinks is None:  # by default the scores go back to the platform they were read from
+        sinks = source.sink or ""
+    built = build_sinks("" if sinks.strip().lower() == "none" else sinks, settings)
+    kept: list[ScoredRecord] = []  # the summary needs the scores, not the texts
+    with _progress() as progress:
+        task = progress.add_task(f"scoring {source.spec}", total=filters.limit)
+
+        def done(row: ScoredRecord) -> None:
+            kept.append(ScoredRecord(record=Record(id=row.id, answer=row.record.answer), scores=row.scores))
+            progress.advance(task)
+
+        try:
+            summary = backfill(source, [m.name for m in evaluator.metrics],
+                               lambda records, select: evaluator.iter_evaluate(records, select=select),
+                               filters=filters, sinks=built, output=output, rescore=rescore, on_result=done)
+        finally:
+            for sink in built:
+                try:
+                    sink.close()
+                except Exception as error:
+                    console.print(f"[yellow]closing sink {sink.name} failed:[/yellow] {error}")
+            source.close()
+    return kept, summary
 
 
 @app.command("score")
 def score_command(
-    input_path: Annotated[str, typer.Argument(help="JSONL of records (question, contexts, answer, ...); - for stdin.")],
+    input_path: Annotated[Optional[str], typer.Argument(help="JSONL of records (question, contexts, answer, ...); - for stdin. Or use --from.")] = None,
+    source: Annotated[Optional[str], typer.Option("--from", help="Score logged requests instead of a file: otel-json:PATH, phoenix:PROJECT, mlflow:EXPERIMENT, langfuse[:PROJECT], langsmith:PROJECT.")] = None,
     metrics: MetricsOption = "",
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Where to write scored records (JSONL).")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Where to write scored records (JSONL). With --from, appended to: a rerun skips the ids already there.")] = None,
     workers: Annotated[int, typer.Option(help="Records scored concurrently.")] = 1,
     option: OptionsOption = None,
     show: Annotated[int, typer.Option(help="Records to show in the per-record table (0: none).")] = 0,
+    since: Annotated[Optional[str], typer.Option(help="With --from: requests that started at or after this: " + SINCE_HELP + ".")] = None,
+    until: Annotated[Optional[str], typer.Option(help="With --from: requests that started before this: " + SINCE_HELP + ".")] = None,
+    limit: Annotated[Optional[int], typer.Option(help="With --from: score at most N requests.")] = None,
+    where: Annotated[Optional[list[str]], typer.Option("--where", help="With --from: KEY=VALUE the request's metadata or tags must hold (repeatable).")] = None,
+    sinks: Annotated[Optional[str], typer.Option(help="Where the scores go besides -o: sink names (jsonl, otel, phoenix, mlflow, langfuse, langsmith), comma-separated, or none. With --from the default is the source's own platform.")] = None,
+    rescore: Annotated[bool, typer.Option("--rescore", help="With --from: score again what is already scored (on the platform or in -o, which is rewritten).")] = False,
 ) -> None:
-    """Score every record of a JSONL file and print a per-metric summary."""
+    """Score every record of a JSONL file, or the logged requests of a platform (--from), and print a per-metric summary."""
+    if (input_path is None) == (source is None):
+        console.print("[red]error:[/red] give a JSONL file or --from SOURCE (one of the two)")
+        raise typer.Exit(2)
+    summary = None
     try:
-        rows = _score_file(input_path, metrics, output, workers, parse_options(option))
-    except (KeyError, ValueError, FileNotFoundError) as error:
+        if source is not None:
+            from groundtrace.sources import SourceFilter
+
+            filters = SourceFilter(since=parse_when(since), until=parse_when(until), limit=limit, metadata=parse_where(where))
+            rows, summary = _backfill(source, metrics, output, workers, parse_options(option), sinks, filters, rescore)
+        else:
+            rows = _score_file(input_path, metrics, output, workers, parse_options(option), sinks)
+    except typer.BadParameter:
+        raise
+    except (KeyError, ValueError, FileNotFoundError, RuntimeError, ImportError) as error:
         console.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2) from None
     if show:
         out.print(records_table(rows, show))
-    out.print(summary_table(rows))
+    if rows:
+        out.print(summary_table(rows))
+    if summary is not None:
+        console.print(summary.line())
+        for failure in summary.failures:
+            console.print(f"[yellow]failed:[/yellow] {failure}")
     if output:
         console.print(f"wrote {len(rows)} scored records to {output}")
 

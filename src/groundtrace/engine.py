@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -12,6 +12,9 @@ from groundtrace.config import Settings, default_metrics
 from groundtrace.metrics import Metric, get_metric
 from groundtrace.record import InvalidRecord, Record, coerce_record, placeholder_record
 from groundtrace.score import ScoredRecord
+
+#: which metrics (by name) to run on a record; None: every selected metric
+Selector = Callable[[Record], "Collection[str] | None"]
 
 
 def build_metrics(
@@ -49,20 +52,24 @@ class Evaluator:
         self.metrics = build_metrics(metrics, options)
         self.workers = max(1, int(workers))
 
-    def score_one(self, item: Record | Mapping[str, Any] | Any) -> ScoredRecord:
+    def score_one(self, item: Record | Mapping[str, Any] | Any, select: Selector | None = None) -> ScoredRecord:
+        """``select(record)``: the names of the metrics to run on this record (None: all)."""
         try:
             record = coerce_record(item)
         except InvalidRecord:
             record = placeholder_record(item)
             return ScoredRecord(record=record, scores=[m.score(item) for m in self.metrics])
-        return ScoredRecord(record=record, scores=[m.score(record) for m in self.metrics])
+        wanted = select(record) if select is not None else None
+        metrics = self.metrics if wanted is None else [m for m in self.metrics if m.name in wanted]
+        return ScoredRecord(record=record, scores=[m.score(record) for m in metrics])
 
     def iter_evaluate(
-        self, records: Iterable[Any], on_result: Callable[[ScoredRecord], None] | None = None
+        self, records: Iterable[Any], on_result: Callable[[ScoredRecord], None] | None = None,
+        select: Selector | None = None,
     ) -> Iterator[ScoredRecord]:
         if self.workers == 1:
             for item in records:
-                result = self.score_one(item)
+                result = self.score_one(item, select)
                 if on_result:
                     on_result(result)
                 yield result
@@ -70,7 +77,7 @@ class Evaluator:
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="groundtrace") as pool:
             pending: deque[Future[ScoredRecord]] = deque()
             for item in records:
-                pending.append(pool.submit(self.score_one, item))
+                pending.append(pool.submit(self.score_one, item, select))
                 if len(pending) >= self.workers * 4:
                     yield self._done(pending.popleft(), on_result)
             while pending:

@@ -29,6 +29,7 @@ from groundtrace.scoring_process import ScoringProcess
 from groundtrace.metrics import Metric
 from groundtrace.record import Record
 from groundtrace.score import Score
+from groundtrace.sinks import emit_all
 
 log = logging.getLogger("groundtrace.monitor")
 
@@ -275,12 +276,10 @@ class Monitor:
             return metric.error(f"{type(error).__name__}: {error}", record.id)
 
     def _emit(self, record: Record, scores: list[Score]) -> None:
-        for sink in self.sinks:
-            try:
-                sink.emit(record, scores)
-            except Exception as error:
-                self._count("sink_errors")
-                log.warning("groundtrace: sink %s failed for record %s: %s", getattr(sink, "name", sink), record.id, error)
+        failed = emit_all(self.sinks, record, scores)
+        if failed:
+            with self._lock:
+                self._stats.sink_errors += failed
 
     # ------------------------------------------------------------------------------- lifecycle
     def flush(self, timeout: float | None = None) -> bool:

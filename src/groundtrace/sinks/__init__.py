@@ -12,6 +12,7 @@ request is captured, never an import.
 from __future__ import annotations
 
 import importlib
+import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, TypeVar
@@ -20,6 +21,8 @@ from groundtrace import trace_context
 from groundtrace.config import Settings
 from groundtrace.record import Record
 from groundtrace.score import Score
+
+log = logging.getLogger("groundtrace.sinks")
 
 
 class Sink:
@@ -90,6 +93,19 @@ def register_trace_links(spec: Sequence[str | Sink] | str | None) -> None:
             trace_context.register_link_provider(*link)
 
 
+def emit_all(sinks: Sequence[Sink], record: Record, scores: list[Score]) -> int:
+    """Hand one record's Scores to every sink; a sink that fails is logged, never raised. Returns
+    how many failed."""
+    failed = 0
+    for sink in sinks:
+        try:
+            sink.emit(record, scores)
+        except Exception as error:
+            failed += 1
+            log.warning("groundtrace: sink %s failed for record %s: %s", getattr(sink, "name", sink), record.id, error)
+    return failed
+
+
 T = TypeVar("T")
 
 
@@ -128,4 +144,4 @@ def spans_summary(score: Score, limit: int = 20) -> list[dict[str, Any]]:
     return [span.model_dump(exclude_none=True) for span in score.spans[:limit]]
 
 
-__all__ = ["Sink", "build_sinks", "register_trace_links", "retry_with_backoff", "score_label", "sink_class", "sink_names", "spans_summary"]
+__all__ = ["Sink", "build_sinks", "emit_all", "register_trace_links", "retry_with_backoff", "score_label", "sink_class", "sink_names", "spans_summary"]
