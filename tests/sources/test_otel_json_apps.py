@@ -108,3 +108,21 @@ def test_time_window_limit_and_metadata_filters(logged: Logged, shape: str) -> N
 
     records, stats = read(path, since=t.ended)
     assert (records, stats) == ([], {"traces": 5, "records": 0, "skipped": {"filtered out": 5}})
+
+
+def test_groundtrace_score_from_the_file_scores_exactly_those_requests(logged: Logged, tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from groundtrace.cli import app
+
+    output = tmp_path / "scores.jsonl"
+    result = CliRunner().invoke(app, ["score", "--from", f"otel-json:{logged.files['otlp']}", "-m", "lexical",
+                                      "-o", str(output), "--sinks", "none"])
+    assert result.exit_code == 0, result.output
+    assert "read 5 requests: 0 filtered out, 2 not RAG requests (2 no retrieval)" in " ".join(result.output.split())
+    rows = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [(row["record"]["question"], row["record"]["contexts"], row["record"]["answer"], row["record"]["span_id"])
+            for row in rows] == [(r.question, r.contexts, r.answer, r.span_id) for r in logged.traffic.rag]
+    assert [[score["metric"] for score in row["scores"]] for row in rows] == [["lexical"]] * 3

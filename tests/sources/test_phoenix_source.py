@@ -165,3 +165,34 @@ def test_a_missing_client_names_the_extra_to_install(monkeypatch) -> None:
 def test_a_project_is_required() -> None:
     with pytest.raises(SourceError, match="phoenix:PROJECT"):
         open_source("phoenix")
+
+
+def test_groundtrace_score_from_phoenix_annotates_and_a_rerun_skips(monkeypatch, phoenix_url: str, traffic: Traffic,
+                                                                    tmp_path) -> None:
+    import json
+
+    from phoenix.client import Client
+    from typer.testing import CliRunner
+
+    from groundtrace.cli import app
+
+    for name in ("PHOENIX_ENDPOINT", "PHOENIX_BASE_URL", "PHOENIX_HOST", "PHOENIX_PORT", "PHOENIX_API_KEY",
+                 "PHOENIX_CLIENT_HEADERS", "OTEL_EXPORTER_OTLP_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PHOENIX_COLLECTOR_ENDPOINT", phoenix_url)
+    prod = traffic.rag[1]
+    command = ["score", "--from", f"phoenix:{PROJECT}", "--where", "env=prod", "-m", "facts"]
+
+    result = CliRunner().invoke(app, [*command, "-o", str(tmp_path / "scores.jsonl")])  # sinks: phoenix, the source's
+    assert result.exit_code == 0, result.output
+    (row,) = [json.loads(line) for line in (tmp_path / "scores.jsonl").read_text().splitlines()]
+    assert (row["record"]["question"], row["record"]["contexts"], row["record"]["answer"], row["record"]["span_id"]) == \
+        (prod.question, prod.contexts, prod.answer, prod.span_id)
+    found = Client(base_url=phoenix_url).spans.get_span_annotations(
+        span_ids=[prod.span_id], project_identifier=PROJECT, include_annotation_names=["facts"])
+    assert [(a["span_id"], a["annotator_kind"]) for a in found] == [(prod.span_id, "CODE")]
+
+    again = CliRunner().invoke(app, command)  # no -o: only what Phoenix holds says it is done
+    assert again.exit_code == 0, again.output
+    assert "4 filtered out, 0 not RAG requests, 1 already scored, 0 already in the output, 0 scored" in \
+        " ".join(again.output.split())
