@@ -188,3 +188,17 @@ def test_records_from_traces_filters_counts_and_limits() -> None:
     stats = SourceStats()
     assert len(list(records_from_traces(traces, "s", SourceFilter(limit=1), stats))) == 1
     assert stats.as_dict() == {"traces": 1, "records": 1, "skipped": {}}
+
+
+@pytest.mark.parametrize("metadata, tags, admitted", [
+    ({"user": {"tier": "gold"}, "env": "prod"}, (), True),  # nested, as an OTLP file keeps it
+    ({"user.tier": "gold", "env": "prod"}, (), True),  # flattened, as Phoenix keeps it
+    ({"user": {"tier": "silver"}, "env": "prod"}, (), False),
+    ({"env": "prod"}, ["user.tier:gold"], True),  # key:value tags
+    ({"user": "gold", "env": "prod"}, (), False),
+    ({"user": {"tier": "gold"}, "env": 1}, (), False),
+    (None, (), False),
+])
+def test_where_filters_reach_nested_and_flattened_metadata(metadata, tags, admitted) -> None:
+    assert SourceFilter(metadata={"user.tier": "gold", "env": "prod"}).admits_metadata(metadata, tags) is admitted
+    assert SourceFilter(metadata={"page": "1"}).admits_metadata({"page": 1})  # compared as text

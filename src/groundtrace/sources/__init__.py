@@ -60,17 +60,34 @@ class SourceFilter:
         return (self.since is None or started >= self.since) and (self.until is None or started < self.until)
 
     def admits_metadata(self, metadata: Mapping[str, Any] | None, tags: Any = ()) -> bool:
-        """Every wanted key=value is in ``metadata`` (compared as text), or ``key:value``/``value``
-        is among ``tags`` for platforms whose tags are plain strings."""
+        """Every wanted key=value is in ``metadata`` (compared as text; a dotted key reaches into
+        nested metadata), or ``key:value``/``value`` is among ``tags`` for platforms whose tags are
+        plain strings."""
         metadata = metadata or {}
         tags = {str(tag) for tag in tags or ()}
         for key, wanted in self.metadata.items():
-            if key in metadata and str(metadata[key]) == str(wanted):
+            found = _lookup(metadata, key)
+            if found is not _MISSING and str(found) == str(wanted):
                 continue
             if f"{key}:{wanted}" in tags or f"{key}={wanted}" in tags or (key == "tag" and wanted in tags):
                 continue
             return False
         return True
+
+
+_MISSING = object()
+
+
+def _lookup(metadata: Mapping[str, Any], key: str) -> Any:
+    """``metadata[key]``, or for a dotted key the nested value (``user.tier`` in
+    ``{"user": {"tier": ...}}``): platforms that flatten metadata (Phoenix) and those that keep it
+    nested (OTLP files) answer the same ``--where``."""
+    if key in metadata:
+        return metadata[key]
+    head, dot, rest = key.partition(".")
+    if dot and isinstance(metadata.get(head), Mapping):
+        return _lookup(metadata[head], rest)
+    return _MISSING
 
 
 @dataclass
