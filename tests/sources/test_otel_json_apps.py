@@ -126,3 +126,22 @@ def test_groundtrace_score_from_the_file_scores_exactly_those_requests(logged: L
     assert [(row["record"]["question"], row["record"]["contexts"], row["record"]["answer"], row["record"]["span_id"])
             for row in rows] == [(r.question, r.contexts, r.answer, r.span_id) for r in logged.traffic.rag]
     assert [[score["metric"] for score in row["scores"]] for row in rows] == [["lexical"]] * 3
+
+
+def test_the_instrumentors_leave_nothing_behind() -> None:
+    from langchain_core.callbacks import BaseCallbackManager
+    from llama_index.core.instrumentation import get_dispatcher
+
+    from tests.sources.apps import instrumented
+
+    def hooks() -> tuple:
+        dispatcher = get_dispatcher()
+        return tuple(dispatcher.span_handlers), tuple(dispatcher.event_handlers), BaseCallbackManager.__init__
+
+    before = hooks()
+    with instrumented(tracer_provider("leaves-nothing")):
+        during = hooks()
+        # a wrapt proxy compares equal to the function it wraps: identity tells them apart
+        assert (len(during[0]), len(during[1]), during[2] is before[2]) == (len(before[0]) + 1, len(before[1]) + 1, False)
+    after = hooks()
+    assert (after[:2], after[2] is before[2]) == (before[:2], True)
