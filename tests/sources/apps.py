@@ -92,8 +92,20 @@ def langchain_rag(question: str, answer: str) -> Request:
     was given are recorded by its own formatting step."""
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
     from langchain_core.output_parsers import StrOutputParser
-    from langchain_core.runnables import RunnableLambda, RunnablePassthrough
-    from lc_app import PROMPT, format_documents, vector_retriever
+    from langchain_core.runnables import RunnablePassthrough
+    from lc_app import PROMPT, vector_retriever
+
+    seen, context = recording_context()
+    chain = ({"context": vector_retriever(k=2) | context, "question": RunnablePassthrough()}
+             | PROMPT | FakeListChatModel(responses=[answer]) | StrOutputParser())
+    return Request(question, seen, chain.invoke(question))
+
+
+def recording_context() -> tuple[list[str], Any]:
+    """The chain's step that formats the retrieved documents into the prompt, recording their texts:
+    the contexts the application really used."""
+    from langchain_core.runnables import RunnableLambda
+    from lc_app import format_documents
 
     seen: list[str] = []
 
@@ -101,10 +113,7 @@ def langchain_rag(question: str, answer: str) -> Request:
         seen.extend(d.page_content for d in documents)
         return format_documents(documents)
 
-    chain = ({"context": vector_retriever(k=2) | RunnableLambda(context), "question": RunnablePassthrough()}
-             | PROMPT | FakeListChatModel(responses=[answer]) | StrOutputParser())
-    returned = chain.invoke(question)
-    return Request(question, seen, returned)
+    return seen, RunnableLambda(context)
 
 
 def llamaindex_query(index: Any, question: str) -> Request:
@@ -186,3 +195,25 @@ def log_traffic(provider: TracerProvider, memory: InMemorySpanExporter) -> Traff
         ended = now()
     provider.force_flush()
     return Traffic(rag, started, middle, ended)
+
+
+def langchain_rag_dict_input(question: str, answer: str) -> Request:
+    """The same chain over a dict input ({"question", "user"}), as most applications call theirs."""
+    from operator import itemgetter
+
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from langchain_core.output_parsers import StrOutputParser
+    from lc_app import PROMPT, vector_retriever
+
+    seen, context = recording_context()
+    chain = ({"context": itemgetter("question") | vector_retriever(k=1) | context,
+              "question": itemgetter("question")} | PROMPT | FakeListChatModel(responses=[answer]) | StrOutputParser())
+    return Request(question, seen, chain.invoke({"question": question, "user": "u-42"}))
+
+
+def langgraph_rag(question: str) -> Request:
+    """lc_app's LangGraph StateGraph: retrieve -> generate, state in and out."""
+    from lc_app import rag_graph
+
+    state = rag_graph().invoke({"question": question})
+    return Request(question, [d.page_content for d in state["documents"]], state["answer"])

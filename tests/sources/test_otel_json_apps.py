@@ -4,6 +4,7 @@ as OTLP JSON lines and as the SDK's ``span.to_json()``. The records are exactly 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,8 +112,6 @@ def test_time_window_limit_and_metadata_filters(logged: Logged, shape: str) -> N
 
 
 def test_groundtrace_score_from_the_file_scores_exactly_those_requests(logged: Logged, tmp_path: Path) -> None:
-    import json
-
     from typer.testing import CliRunner
 
     from groundtrace.cli import app
@@ -145,3 +144,31 @@ def test_the_instrumentors_leave_nothing_behind() -> None:
         assert (len(during[0]), len(during[1]), during[2] is before[2]) == (len(before[0]) + 1, len(before[1]) + 1, False)
     after = hooks()
     assert (after[:2], after[2] is before[2]) == (before[:2], True)
+
+
+def test_a_dict_input_chain_and_a_langgraph_graph(tmp_path: Path) -> None:
+    from tests.sources.apps import instrumented, langchain_rag_dict_input, langgraph_rag, root_ids
+
+    path = tmp_path / "spans.jsonl"
+    provider = tracer_provider("shapes", OtlpJsonLinesExporter(path), memory := InMemorySpanExporter())
+    requests = []
+    with instrumented(provider):
+        for run in (lambda: langchain_rag_dict_input("When was the Eiffel Tower completed?", "In 1889."),
+                    lambda: langgraph_rag("What is the capital of France?")):
+            before = len(memory.get_finished_spans())
+            request = run()
+            request.trace_id, request.span_id = root_ids(memory, before)
+            requests.append(request)
+    provider.shutdown()
+
+    # what OpenInference wrote on the roots: the dict input as JSON; the graph's one-key state as its value
+    roots = [s for s in memory.get_finished_spans() if s.parent is None]
+    assert json.loads(roots[0].attributes["input.value"]) == {"question": requests[0].question, "user": "u-42"}
+    assert (roots[1].name, roots[1].attributes["input.value"]) == ("LangGraph", requests[1].question)
+    assert json.loads(roots[1].attributes["output.value"])["answer"] == requests[1].answer
+
+    records, stats = read(path)
+    assert [(r.question, r.contexts, r.answer, r.trace_id, r.span_id) for r in records] == \
+        [(r.question, r.contexts, r.answer, r.trace_id, r.span_id) for r in requests]
+    assert requests[0].contexts == ["The Eiffel Tower in Paris was completed in 1889."]
+    assert stats == {"traces": 2, "records": 2, "skipped": {}}
