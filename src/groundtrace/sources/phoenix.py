@@ -112,11 +112,10 @@ class PhoenixSource(Source):
             scored = self._scored([root.span_id for root in wanted])
             traces = group_by_trace(self._trace_spans([root.trace_id for root in wanted]))
             for root in wanted:
-                for span in traces.get(root.trace_id, ()):
-                    if span.span_id == root.span_id:
-                        span.evaluations = scored.get(root.span_id, [])
-            yield from records_from_traces((traces.get(root.trace_id, [root]) for root in wanted), self.spec,
-                                           filters, self.stats)
+                root.evaluations = scored.get(root.span_id, [])
+            yield from records_from_traces(
+                ([root, *(s for s in traces.get(root.trace_id, ()) if s.span_id != root.span_id)] for root in wanted),
+                self.spec, filters, self.stats)
             if filters.limit is not None and self.stats.records >= filters.limit:
                 return  # before the next page is asked for
 
