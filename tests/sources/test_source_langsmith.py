@@ -8,18 +8,15 @@ from __future__ import annotations
 import sys
 import time
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("langsmith")
 pytest.importorskip("langgraph")
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "integrations" / "langchain" / "tests"))
 import langsmith  # noqa: E402
-from langchain_core.runnables import RunnableLambda  # noqa: E402
 from langchain_core.tracers import LangChainTracer  # noqa: E402
-from lc_app import rag_chain, vector_retriever  # noqa: E402
+from platform_app import QUESTIONS, run_requests  # noqa: E402
 
 from groundtrace._extras import MissingExtraError  # noqa: E402
 from groundtrace.score import Score  # noqa: E402
@@ -31,9 +28,6 @@ API_KEY = "lsv2_pt_test_secret_0123456789abcdef"
 PROJECT_ID = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
 TENANT_ID = "a3bb189e-8bf9-4888-9912-ace4e6543002"
 PAGE = 2  # runs per /runs/query page: every listing here takes several pages
-QUESTIONS = ["What is the capital of France?", "When was the Eiffel Tower completed?",
-             "What is the capital of Russia?"]
-ANSWERS = ["Paris is the capital of France.", "It was completed in 1889.", "Moscow is the capital of Russia."]
 
 
 class FakeLangSmith:
@@ -103,15 +97,7 @@ def langsmith_app(loopback):
     server = loopback(fake.respond)
     client = langsmith.Client(api_url=server.url, api_key=API_KEY, auto_batch_tracing=False)
     tracer = LangChainTracer(project_name="rag-app", client=client)
-    used = []
-    for i, (question, answer) in enumerate(zip(QUESTIONS, ANSWERS)):
-        documents = [d.page_content for d in vector_retriever(k=2).invoke(question)]
-        config = {"callbacks": [tracer], "metadata": {"env": "prod" if i == 1 else "staging"}}
-        output = rag_chain(answer, retriever=vector_retriever(k=2)).invoke(question, config=config)
-        used.append((question, documents, output))
-        time.sleep(0.01)
-    RunnableLambda(lambda q: f"echo {q}", name="echo").invoke("hello", config={"callbacks": [tracer]})
-    vector_retriever().invoke("What is the capital of France?", config={"callbacks": [tracer]})
+    used = run_requests([tracer], lambda i: {"env": "prod" if i == 1 else "staging"})
     tracer.wait_for_futures()
     roots = [r for r in sorted(fake.runs.values(), key=lambda r: r["start_time"]) if r.get("parent_run_id") is None]
     assert len(roots) == 5 and all(r.get("end_time") for r in fake.runs.values())

@@ -7,7 +7,6 @@ import sys
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 
@@ -15,9 +14,10 @@ mlflow = pytest.importorskip("mlflow")
 pytest.importorskip("langchain_core")
 pytest.importorskip("langgraph")
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "integrations" / "langchain" / "tests"))
 from langchain_core.runnables import RunnableLambda  # noqa: E402
-from lc_app import CORPUS, rag_chain, vector_retriever  # noqa: E402
+from platform_app import ANSWERS, QUESTIONS, retrieved  # noqa: E402 - puts lc_app on the path
+
+from lc_app import CORPUS, rag_chain, vector_retriever  # noqa: E402, I001
 
 from groundtrace._extras import MissingExtraError  # noqa: E402
 from groundtrace.score import Score  # noqa: E402
@@ -25,9 +25,6 @@ from groundtrace.sinks.mlflow import MLflowSink  # noqa: E402
 from groundtrace.sources import SCORED_KEY, SOURCE_KEY, SourceError, SourceFilter, open_source  # noqa: E402
 from groundtrace.sources.mlflow import MLflowSource, filter_string  # noqa: E402
 
-QUESTIONS = ["What is the capital of France?", "When was the Eiffel Tower completed?",
-             "What is the capital of Russia?"]
-ANSWERS = ["Paris is the capital of France.", "It was completed in 1889.", "Moscow is the capital of Russia."]
 
 
 @pytest.fixture(scope="module")
@@ -42,11 +39,11 @@ def store(tmp_path_factory) -> Iterator[dict]:
     mlflow.set_experiment(experiment_id=experiment_id)
     made: dict = {"uri": uri, "experiment_id": experiment_id, "runs": []}
     # what the app's retriever returns for each question, looked up before tracing starts
-    retrieved = [[d.page_content for d in vector_retriever(k=2).invoke(q)] for q in QUESTIONS]
+    documents = [retrieved(q) for q in QUESTIONS]
     mlflow.langchain.autolog()
     try:
         for i, (question, answer) in enumerate(zip(QUESTIONS, ANSWERS)):
-            retriever, documents = vector_retriever(k=2), retrieved[i]
+            retriever = vector_retriever(k=2)
             started = datetime.now(timezone.utc)
             chain = rag_chain(answer, retriever=retriever)
             if i < 2:
@@ -57,7 +54,7 @@ def store(tmp_path_factory) -> Iterator[dict]:
                     span.set_outputs(output)
             else:  # the chain itself is the root: autologging's RunnableSequence span
                 output = chain.invoke(question)
-            made["runs"].append({"question": question, "documents": documents, "answer": output,
+            made["runs"].append({"question": question, "documents": documents[i], "answer": output,
                                  "trace": mlflow.get_last_active_trace_id(), "started": started})
             time.sleep(0.01)  # distinct start times
         # not RAG: a chain without a retriever, and a retrieval whose request has no output
