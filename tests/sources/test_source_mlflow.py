@@ -48,7 +48,8 @@ def store(tmp_path_factory) -> Iterator[dict]:
             chain = rag_chain(answer, retriever=retriever)
             if i < 2:
                 with mlflow.start_span("request") as span:  # an app's own root span, tagged
-                    mlflow.update_current_trace(tags={"env": "staging" if i == 0 else "prod"})
+                    mlflow.update_current_trace(tags={"env": "staging" if i == 0 else "prod"},
+                                                metadata={"customer": "acme" if i == 0 else "globex"})
                     output = chain.invoke(question)
                     span.set_inputs(question)
                     span.set_outputs(output)
@@ -112,8 +113,26 @@ def test_since_until_limit_and_tags_are_honoured(store) -> None:
     assert records[0].metadata["env"] == "prod"
     assert source.stats.as_dict() == {"traces": 1, "records": 1, "skipped": {}}  # filtered by MLflow itself
 
+    records, source = read("mlflow:rag-app", store, SourceFilter(metadata={"customer": "acme"}), match="metadata")
+    assert [r.question for r in records] == [QUESTIONS[0]]
+    assert source.stats.as_dict() == {"traces": 1, "records": 1, "skipped": {}}
+
     records, _ = read("mlflow:rag-app", store, SourceFilter(since=datetime.now(timezone.utc) + timedelta(days=1)))
     assert records == []
+
+
+def test_a_limit_stops_reading_pages(store, monkeypatch) -> None:
+    searches = []
+    search = mlflow.MlflowClient.search_traces
+
+    def counted(self, *args, **kwargs):
+        searches.append(kwargs["page_token"])
+        return search(self, *args, **kwargs)
+
+    monkeypatch.setattr(mlflow.MlflowClient, "search_traces", counted)
+    records, _ = read("mlflow:rag-app", store, SourceFilter(limit=1), page_size=1)
+    assert [r.question for r in records] == [QUESTIONS[0]]
+    assert searches == [None]  # one page of one trace, not the experiment
 
 
 def test_the_filter_string_mlflow_receives() -> None:
