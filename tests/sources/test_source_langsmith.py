@@ -179,7 +179,8 @@ def test_since_until_limit_and_metadata_are_honoured(langsmith_app) -> None:
 
 def test_feedback_from_the_sink_lands_on_the_root_run_and_marks_it_scored(langsmith_app) -> None:
     (record,) = source_for(langsmith_app).records(SourceFilter(limit=1))
-    sink = LangSmithSink(api_url=langsmith_app["server"].url, api_key=API_KEY)
+    # the record names its project: the sink's own (and LANGSMITH_PROJECT, which the SDK caches) is not asked
+    sink = LangSmithSink(api_url=langsmith_app["server"].url, api_key=API_KEY, project_name="not-this-one")
     sink.emit(record, [Score(metric="grounding", value=0.9, higher_is_better=True, hallucinated=False,
                              threshold=0.5, reason="supported", record_id=record.id)])
     sent = dict(*langsmith_app["fake"].feedback)
