@@ -47,10 +47,6 @@ def parse_flag(raw: str | None) -> bool | None:
     return True if value in _TRUE else False if value in _FALSE else None
 
 
-def env_flag(name: str, environ: Mapping[str, str] | None = None) -> bool:
-    return parse_flag(_environ(environ).get(name)) is True
-
-
 def _split(value: str | None) -> list[str]:
     return [part.strip() for part in (value or "").split(",") if part.strip()]
 
