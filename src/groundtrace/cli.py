@@ -20,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from typer.core import TyperGroup
 
-from groundtrace.config import env_flag
+from groundtrace.config import Settings
 from groundtrace.score import ScoredRecord
 
 COMMANDS_GROUP = "groundtrace.commands"  # entry points: sub-commands from other distributions
@@ -103,7 +103,10 @@ def _progress() -> Progress:
 
 
 def _force_progress() -> bool:
-    return env_flag("GROUNDTRACE_PROGRESS")  # read by config, like every GROUNDTRACE_* variable
+    try:
+        return Settings.from_env().progress  # GROUNDTRACE_PROGRESS, read by config like every GROUNDTRACE_* variable
+    except ValueError:  # another bad variable is reported by the code that needs it, not by a progress bar
+        return False
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
