@@ -74,6 +74,9 @@ MAY_IMPORT = {
     "metrics": {"metrics", "backends", "detector", "text", "_extras", "config", "record", "score"},
     "sinks": {"sinks", "_extras", "config", "record", "score", "trace_context"},
     "report": {"report", "classification", "io", "record", "score"},
+    # sources read platforms the sinks write to (one client builder each, the sinks' ids of a score)
+    "sources": {"sources", "sinks", "_extras", "config", "record", "score"},
+    "backfill.py": {"sources", "sinks", "record", "score"},
     "record.py": set(), "score.py": {"record"}, "config.py": set(), "trace_context.py": set(), "_extras.py": set(),
 }
 PUBLIC_METRICS = {"groundtrace.metrics", "groundtrace.metrics.judged"}
