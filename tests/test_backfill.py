@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from groundtrace.backfill import backfill, done_ids, missing_metrics
-from groundtrace.cli import app, parse_when, parse_where
+from groundtrace.cli import app, parse_source_options, parse_when, parse_where
 from groundtrace.engine import Evaluator
 from groundtrace.record import Record
 from groundtrace.sinks import Sink
@@ -196,6 +196,8 @@ def test_cli_score_from_errors_say_what_to_do(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "unknown source 'nosuch'" in result.output
     result = runner.invoke(app, ["score", "--from", f"otel-json:{tmp_path / 'missing.json'}"])
     assert result.exit_code == 2 and "does not exist" in result.output
+    result = runner.invoke(app, ["score", "--from", f"otel-json:{tmp_path}", "-S", "page_size=5"])
+    assert result.exit_code == 2 and "the otel-json source has no option page_size" in result.output
     result = runner.invoke(app, ["score"])
     assert result.exit_code == 2 and "give a JSONL file or --from SOURCE" in result.output
     result = runner.invoke(app, ["score", "--from", "otel-json:x", "--since", "last tuesday"])
@@ -210,6 +212,7 @@ def test_parse_when_and_where() -> None:
     assert parse_when("2026-11-01T08:00:00+02:00") == datetime(2026, 11, 1, 6, tzinfo=timezone.utc)
     assert parse_when(None) is None
     assert parse_where(["env=prod", "tier = gold"]) == {"env": "prod", "tier": "gold"}
+    assert parse_source_options(["page_size=500", "match=metadata"]) == {"page_size": 500, "match": "metadata"}
 
 
 def test_sdk_span_json_shape_is_read_too(tmp_path: Path) -> None:

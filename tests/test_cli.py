@@ -27,6 +27,24 @@ def test_metrics_json_shows_the_threshold_each_metric_actually_uses():
     assert listed["facts"]["needs"] == ["answer", "contexts"] and listed["facts"]["higher_is_better"] is False
 
 
+def test_metrics_in_an_80_column_terminal_keeps_every_name_and_threshold_whole(monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    from groundtrace import cli
+    from groundtrace.metrics import get_metric, metric_names
+
+    screen = io.StringIO()
+    monkeypatch.setattr(cli, "out", Console(file=screen, width=80, force_terminal=True, color_system=None))
+    cli.metrics_command(as_json=False)
+    lines = screen.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= 80
+    for name in metric_names():  # each name whole on the line that shows its threshold
+        threshold = f"{get_metric(name).threshold:g}"
+        assert any(f" {name} " in line and f" {threshold} " in line for line in lines), (name, threshold)
+
+
 def test_score_writes_one_line_per_record_with_ids_and_prints_a_summary(tmp_path):
     src = tmp_path / "in.jsonl"
     src.write_text(
@@ -121,3 +139,24 @@ def hello_command(name: str = "world") -> None:
 def test_parse_options_reads_json_values():
     assert parse_options(["facts.concept_weight=0.4", "facts.mode=seed", "lexical.bleu_weights=[1,0]"]) == {
         "facts": {"concept_weight": 0.4, "mode": "seed"}, "lexical": {"bleu_weights": [1, 0]}}
+
+
+def test_groundtrace_progress_shows_the_bar_when_not_on_a_terminal(tmp_path, monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    from groundtrace import cli
+
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"id": "r1", "contexts": ["The fee is 100 rubles."], "answer": "The fee is 100 rubles."}) + "\n",
+                   encoding="utf-8")
+    shown = {}
+    for flag in ("0", "1"):
+        screen = io.StringIO()
+        monkeypatch.setattr(cli, "console", Console(file=screen, width=100))  # a file: not a terminal
+        monkeypatch.setenv("GROUNDTRACE_PROGRESS", flag)
+        result = runner.invoke(app, ["score", str(src), "-m", "lexical", "-o", str(tmp_path / f"out{flag}.jsonl")])
+        assert result.exit_code == 0, result.output
+        shown[flag] = screen.getvalue()
+    assert "1/1" not in shown["0"] and "1/1" in shown["1"]

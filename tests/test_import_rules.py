@@ -1,6 +1,12 @@
-"""The core imports no framework: no module under src/groundtrace imports LangChain, LlamaIndex, another
-agent framework or an integration package (DESIGN.md, rules of the house). Read from the source with
-`ast`, so an import inside a function, or one made with importlib, counts as much as one at the top."""
+"""The import rules of the house (DESIGN.md), read from the source with `ast`, so an import inside a
+function, or one made with importlib, counts as much as one at the top:
+- the core imports no framework: no module under src/groundtrace imports LangChain, LlamaIndex,
+  another agent framework or an integration package;
+- arrows point down: each layer imports only the layers below it (text at the bottom; sinks and the
+  report read Records and Scores and never import metrics); config.py, the data types and the
+  trace context import nothing of groundtrace;
+- outside metrics/, the metrics are reached through their packages' public names only;
+- groundtrace.testing (test support) is imported by tests, notebooks and benchmarks, never by the core."""
 
 from __future__ import annotations
 
@@ -19,14 +25,20 @@ FORBIDDEN = {
 IMPORTERS = {"import_module", "__import__"}  # importlib.import_module("x"), __import__("x")
 
 
-def imported_modules(source: str) -> list[tuple[int, str]]:
-    """(line, module) of every absolute import in the source: statements, and calls with a literal name."""
+def imported_modules(source: str, package: str = "") -> list[tuple[int, str]]:
+    """(line, module) of every import in the source: statements, and calls with a literal name.
+    ``from a import b`` counts as ``a`` and as ``a.b`` (b may be a module); relative imports are
+    resolved against ``package``, the dotted name of the source's package."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.append((node.lineno, node.module))
+        elif isinstance(node, ast.ImportFrom) and (node.level == 0 or package):
+            base = ".".join([*package.split(".")[:len(package.split(".")) - node.level + 1], *[node.module or ""]]) \
+                if node.level else node.module
+            base = base.strip(".")
+            found.append((node.lineno, base))
+            found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names if alias.name != "*"]
         elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
                 and isinstance(node.args[0].value, str):
             name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
@@ -35,16 +47,67 @@ def imported_modules(source: str) -> list[tuple[int, str]]:
     return found
 
 
-def framework_imports(root: Path) -> list[str]:
-    return [f"{path.relative_to(root.parent)}:{line} imports {module}"
+def package_of(path: Path, root: Path) -> str:
+    """Dotted name of the package holding ``path`` (``root`` is the groundtrace package folder)."""
+    return ".".join((root.name, *path.relative_to(root).parent.parts))
+
+
+def imports_of(root: Path) -> list[tuple[str, int, str]]:
+    """(file relative to root's parent, line, module) of every import under ``root``."""
+    return [(str(path.relative_to(root.parent)), line, module)
             for path in sorted(root.rglob("*.py"))
-            for line, module in imported_modules(path.read_text(encoding="utf-8"))
-            if module.split(".")[0] in FORBIDDEN]
+            for line, module in imported_modules(path.read_text(encoding="utf-8"), package_of(path, root))]
+
+
+def framework_imports(root: Path) -> list[str]:
+    found = {(where, line): f"{where}:{line} imports {module}" for where, line, module in reversed(imports_of(root))
+             if module.split(".")[0] in FORBIDDEN}  # one line per statement: `from a import b` is a and a.b
+    return sorted(found.values())
+
+
+# What each part of the core may import of groundtrace (the first name after "groundtrace."). The
+# data types, config.py and trace_context.py sit under everything, so they import nothing of it.
+MAY_IMPORT = {
+    "text": {"text"},
+    "detector": {"detector", "text"},
+    "backends": {"backends", "text", "_extras", "config", "record", "score"},
+    "metrics": {"metrics", "backends", "detector", "text", "_extras", "config", "record", "score"},
+    "sinks": {"sinks", "_extras", "config", "record", "score", "trace_context"},
+    "report": {"report", "classification", "io", "record", "score"},
+    # sources read platforms the sinks write to (one client builder each, the sinks' ids of a score)
+    "sources": {"sources", "sinks", "_extras", "config", "record", "score"},
+    "backfill.py": {"sources", "sinks", "record", "score"},
+    "record.py": set(), "score.py": {"record"}, "config.py": set(), "trace_context.py": set(), "_extras.py": set(),
+}
+PUBLIC_METRICS = {"groundtrace.metrics", "groundtrace.metrics.judged"}
+
+
+def layer_violations(root: Path) -> list[str]:
+    """One line per (file, line, rule) broken under ``root``, the groundtrace package folder."""
+    found: dict[tuple[str, int, str], str] = {}
+    for where, line, module in imports_of(root):
+        parts = module.split(".")
+        if parts[0] != root.name or len(parts) == 1:
+            continue
+        part, target = where.split("/")[1], parts[1]
+        allowed = MAY_IMPORT.get(part)
+        if allowed is not None and target not in allowed | {part.removesuffix(".py")}:
+            found.setdefault((where, line, "layer"), f"{where}:{line} imports {module} (below {part}: {sorted(allowed) or 'nothing'})")
+        is_module = root.joinpath(*parts[1:]).with_suffix(".py").is_file() or root.joinpath(*parts[1:]).is_dir()
+        if part != "metrics" and target == "metrics" and module not in PUBLIC_METRICS and is_module:
+            found.setdefault((where, line, "public"), f"{where}:{line} imports {module}, not a public name of groundtrace.metrics(.judged)")
+        if part != "testing" and target == "testing":
+            found.setdefault((where, line, "testing"), f"{where}:{line} imports {module}: test support is not for the core")
+    return list(found.values())
 
 
 def test_nothing_under_src_groundtrace_imports_a_framework_or_an_integration() -> None:
     assert len(list(SRC.rglob("*.py"))) > 40  # the walk found the package
     assert framework_imports(SRC) == []
+
+
+def test_arrows_point_down_sinks_and_report_never_import_metrics_and_the_core_never_imports_testing() -> None:
+    assert layer_violations(SRC) == []
 
 
 @pytest.mark.parametrize("line", [
@@ -60,3 +123,25 @@ def test_the_walk_sees_each_kind_of_import(tmp_path: Path, line: str) -> None:
     (package / "ok.py").write_text("import json\nfrom groundtrace.score import Score\nfrom . import ok\n")
     (package / "bad.py").write_text(line + "\n")
     assert [found.split(":")[0] for found in framework_imports(package)] == ["groundtrace/bad.py"]
+
+
+@pytest.mark.parametrize(("where", "line", "broken"), [
+    ("sinks/x.py", "from groundtrace.metrics import get_metric", "below sinks"),
+    ("report/x.py", "from groundtrace import metrics", "below report"),
+    ("text/x.py", "from groundtrace.backends.judge import JudgeClient", "below text"),
+    ("config.py", "def monitor():\n    from groundtrace.monitor import Monitor", "below config.py"),
+    ("cli.py", "from groundtrace.metrics.judged.prompts import render", "not a public name"),
+    ("cli.py", "from groundtrace.metrics.judged import prompts", "not a public name"),
+    ("cli.py", "from groundtrace.testing.llama_server import LlamaServer", "test support"),
+    ("metrics/judged/x.py", "from ...sinks import Sink", "below metrics"),
+])
+def test_the_layer_walk_sees_each_kind_of_upward_import(tmp_path: Path, where: str, line: str, broken: str) -> None:
+    package = tmp_path / "groundtrace"
+    (package / "metrics" / "judged").mkdir(parents=True)
+    for module in ("metrics/__init__.py", "metrics/judged/__init__.py", "metrics/judged/prompts.py"):
+        (package / module).write_text("")
+    (package / where).parent.mkdir(parents=True, exist_ok=True)
+    (package / "ok.py").write_text("from groundtrace.metrics import get_metric\nfrom groundtrace.metrics.judged import render_prompt\n")
+    (package / where).write_text(line + "\n")
+    found = layer_violations(package)
+    assert len(found) == 1 and found[0].startswith(f"groundtrace/{where}:") and broken in found[0], found

@@ -127,3 +127,20 @@ def test_a_jsonl_sink_built_by_name_writes_where_the_settings_say(tmp_path):
     [sink] = build_sinks(["jsonl"], Settings(jsonl_path=str(tmp_path / "scores.jsonl")))
     assert sink.path == tmp_path / "scores.jsonl"
     sink.close()
+
+
+def test_a_monitor_from_settings_takes_their_metrics_sinks_and_paths_and_its_keywords_win(tmp_path):
+    from groundtrace.monitor import Monitor
+
+    settings = Settings(metrics=["lexical"], sinks=["jsonl"], sample_rate=0.0, isolation="thread",
+                        jsonl_path=str(tmp_path / "scores.jsonl"))
+    monitor = Monitor.from_settings(settings, sample_rate=1.0)  # the settings alone would score nothing
+    try:
+        assert [m.name for m in monitor.metrics] == ["lexical"] and monitor.isolation == "thread"
+        assert monitor.submit(Record(id="r1", question="Where?", contexts=["Paris is in France."],
+                                     answer="Paris is in France."))
+        assert monitor.flush(30)
+    finally:
+        monitor.close()
+    [line] = (tmp_path / "scores.jsonl").read_text(encoding="utf-8").splitlines()
+    assert json.loads(line)["scores"][0]["metric"] == "lexical" and json.loads(line)["id"] == "r1"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from importlib.metadata import entry_points
 
-from groundtrace.config import env_flag
+from groundtrace.config import Settings
 
 log = logging.getLogger("groundtrace.autoinstrument")
 
@@ -20,8 +20,14 @@ def instrument_all(*, force: bool = False) -> list[str]:
     Does nothing unless GROUNDTRACE_ENABLED is set (or ``force``). A failing integration is
     logged and skipped: the application starts regardless.
     """
-    if not force and not env_flag("GROUNDTRACE_ENABLED"):
-        return []
+    if not force:
+        try:
+            enabled = Settings.from_env().enabled
+        except ValueError as error:  # a bad GROUNDTRACE_* value: say which, and let the application start
+            log.warning("groundtrace: nothing instrumented: %s", error)
+            return []
+        if not enabled:
+            return []
     done = []
     for entry in entry_points(group="groundtrace.instrumentors"):
         try:

@@ -4,6 +4,8 @@
   the ``GROUNDTRACE_ENABLED`` switch, and the one answer to "who creates, owns and closes the
   Monitor". An integration subclasses it and writes only its framework hooks (``_install`` /
   ``_remove``); ``instrument()`` returns the Monitor in use, in every integration.
+- The process-wide shared Monitor, configured from the environment: :func:`shared_monitor`, and
+  :func:`acquire_shared_monitor` / :func:`release_shared_monitor` for integrations that share it.
 - :func:`prepare_shared_capture`: for a handler that builds the shared Monitor lazily, the
   trace-link lookups its sinks need, registered before the first request is read.
 - Request spans: :func:`start_request_span` / :func:`end_request_span`, the adapter's own
@@ -21,7 +23,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from groundtrace.config import Settings, acquire_shared_monitor, release_shared_monitor
+from groundtrace.config import Settings
 from groundtrace.monitor import Monitor
 
 log = logging.getLogger("groundtrace.capture")
@@ -117,7 +119,7 @@ class Instrumentor:
             return monitor, CALLER
         if not options:
             return acquire_shared_monitor(), SHARED
-        return settings.monitor(**options), OWN
+        return Monitor.from_settings(settings, **options), OWN
 
 
 def _let_go(monitor: Monitor, ownership: str | None) -> None:
@@ -125,6 +127,50 @@ def _let_go(monitor: Monitor, ownership: str | None) -> None:
         monitor.close()
     elif ownership == SHARED:
         release_shared_monitor()
+
+
+# ------------------------------------------------------------------------- the shared Monitor
+_shared: Monitor | None = None
+_shared_users = 0
+_shared_lock = threading.Lock()
+
+
+def shared_monitor() -> Monitor:
+    """The process-wide Monitor configured from the environment, created on first use."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = Monitor.from_settings(Settings.from_env())
+        return _shared
+
+
+def reset_shared_monitor() -> None:
+    """Close and forget the shared Monitor (tests, and the last release_shared_monitor())."""
+    global _shared
+    with _shared_lock:
+        monitor, _shared = _shared, None
+    if monitor is not None:
+        monitor.close()
+
+
+def acquire_shared_monitor() -> Monitor:
+    """shared_monitor() for an integration that gives it back with release_shared_monitor(), so
+    that uninstrumenting one framework does not close the Monitor another one still uses."""
+    global _shared_users
+    monitor = shared_monitor()
+    with _shared_lock:
+        _shared_users += 1
+    return monitor
+
+
+def release_shared_monitor() -> None:
+    """Close the shared Monitor when the last integration using it lets go."""
+    global _shared_users
+    with _shared_lock:
+        _shared_users = max(0, _shared_users - 1)
+        last = _shared_users == 0
+    if last:
+        reset_shared_monitor()
 
 
 def prepare_shared_capture() -> None:

@@ -20,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from typer.core import TyperGroup
 
-from groundtrace.config import env_flag
+from groundtrace.config import Settings
 from groundtrace.score import ScoredRecord
 
 COMMANDS_GROUP = "groundtrace.commands"  # entry points: sub-commands from other distributions
@@ -87,12 +87,15 @@ def parse_options(pairs: Sequence[str] | None) -> dict[str, dict[str, Any]]:
         metric, dot, name = key.partition(".")
         if not sep or not dot or not metric or not name:
             raise typer.BadParameter(f"'{pair}' is not METRIC.KEY=VALUE", param_hint="--option")
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError:
-            value = raw
-        options.setdefault(metric, {})[name] = value
+        options.setdefault(metric, {})[name] = _json_or_text(raw)
     return options
+
+
+def _json_or_text(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
 
 
 def _progress() -> Progress:
@@ -103,7 +106,10 @@ def _progress() -> Progress:
 
 
 def _force_progress() -> bool:
-    return env_flag("GROUNDTRACE_PROGRESS")  # read by config, like every GROUNDTRACE_* variable
+    try:
+        return Settings.from_env().progress  # GROUNDTRACE_PROGRESS, read by config like every GROUNDTRACE_* variable
+    except ValueError:  # another bad variable is reported by the code that needs it, not by a progress bar
+        return False
 
 
 def _fmt(value: float | None, digits: int = 3) -> str:
@@ -226,19 +232,24 @@ def parse_when(text: str | None, now: datetime | None = None) -> datetime | None
     return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
 
 
-def parse_where(pairs: Sequence[str] | None) -> dict[str, str]:
+def parse_source_options(pairs: Sequence[str] | None) -> dict[str, Any]:
+    """'page_size=500' -> {'page_size': 500}; values are JSON where they parse as JSON."""
+    return {key: _json_or_text(value) for key, value in parse_where(pairs, "--source-option").items()}
+
+
+def parse_where(pairs: Sequence[str] | None, option: str = "--where") -> dict[str, str]:
     """'env=prod' -> {'env': 'prod'}."""
     found: dict[str, str] = {}
     for pair in pairs or []:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise typer.BadParameter(f"'{pair}' is not KEY=VALUE", param_hint="--where")
+            raise typer.BadParameter(f"'{pair}' is not KEY=VALUE", param_hint=option)
         found[key.strip()] = value.strip()
     return found
 
 
 def _backfill(spec: str, metrics: str, output: Path | None, workers: int, options: dict, sinks: str | None,
-              filters: Any, rescore: bool) -> tuple[list[ScoredRecord], Any]:
+              filters: Any, rescore: bool, source_options: dict[str, Any]) -> tuple[list[ScoredRecord], Any]:
     from groundtrace.backfill import backfill
     from groundtrace.config import Settings
     from groundtrace.engine import Evaluator
@@ -247,7 +258,7 @@ def _backfill(spec: str, metrics: str, output: Path | None, workers: int, option
     from groundtrace.sources import open_source
 
     settings = Settings.from_env()
-    source = open_source(spec, settings)
+    source = open_source(spec, settings, **source_options)
     evaluator = Evaluator(metrics, workers=workers, options=options)
     if sinks is None:  # by default the scores go back to the platform they were read from
         sinks = source.sink or ""
@@ -288,6 +299,7 @@ def score_command(
     limit: Annotated[Optional[int], typer.Option(help="With --from: score at most N requests.")] = None,
     where: Annotated[Optional[list[str]], typer.Option("--where", help="With --from: KEY=VALUE the request's metadata or tags must hold (repeatable).")] = None,
     sinks: Annotated[Optional[str], typer.Option(help="Where the scores go besides -o: sink names (jsonl, otel, phoenix, mlflow, langfuse, langsmith), comma-separated, or none. With --from the default is the source's own platform.")] = None,
+    source_option: Annotated[Optional[list[str]], typer.Option("--source-option", "-S", help="With --from: a source option as KEY=VALUE, e.g. page_size=500 or match=metadata (mlflow) (repeatable).")] = None,
     rescore: Annotated[bool, typer.Option("--rescore", help="With --from: score again what is already scored (on the platform or in -o, which is rewritten).")] = False,
 ) -> None:
     """Score every record of a JSONL file, or the logged requests of a platform (--from), and print a per-metric summary."""
@@ -300,7 +312,8 @@ def score_command(
             from groundtrace.sources import SourceFilter
 
             filters = SourceFilter(since=parse_when(since), until=parse_when(until), limit=limit, metadata=parse_where(where))
-            rows, summary = _backfill(source, metrics, output, workers, parse_options(option), sinks, filters, rescore)
+            rows, summary = _backfill(source, metrics, output, workers, parse_options(option), sinks, filters, rescore,
+                                      parse_source_options(source_option))
         else:
             rows = _score_file(input_path, metrics, output, workers, parse_options(option), sinks)
     except typer.BadParameter:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,10 +45,6 @@ def parse_flag(raw: str | None) -> bool | None:
     """True for 1/true/yes/on, False for 0/false/no/off, None when unset or anything else."""
     value = (raw or "").strip().lower()
     return True if value in _TRUE else False if value in _FALSE else None
-
-
-def env_flag(name: str, environ: Mapping[str, str] | None = None) -> bool:
-    return parse_flag(_environ(environ).get(name)) is True
 
 
 def _split(value: str | None) -> list[str]:
@@ -159,57 +154,3 @@ class Settings:
             progress=parse_flag(env.get("GROUNDTRACE_PROGRESS")) is True,
             judge=judge,
         )
-
-    def monitor(self, **overrides: Any):
-        from groundtrace.monitor import Monitor
-
-        arguments = dict(metrics=self.metrics, sinks=self.sinks, sample_rate=self.sample_rate,
-                         queue_size=self.queue_size, workers=self.workers,
-                         metric_timeout_s=self.metric_timeout_s, options=self.options, isolation=self.isolation)
-        arguments.update(overrides)
-        return Monitor(settings=self, **arguments)
-
-
-_shared = None
-_shared_lock = threading.Lock()
-
-
-def shared_monitor():
-    """The process-wide Monitor configured from the environment, created on first use."""
-    global _shared
-    with _shared_lock:
-        if _shared is None:
-            _shared = Settings.from_env().monitor()
-        return _shared
-
-
-def reset_shared_monitor() -> None:
-    """Close and forget the shared Monitor (tests, and uninstrument())."""
-    global _shared
-    with _shared_lock:
-        monitor, _shared = _shared, None
-    if monitor is not None:
-        monitor.close()
-
-
-_shared_users = 0
-
-
-def acquire_shared_monitor():
-    """shared_monitor() for an integration that gives it back with release_shared_monitor(), so
-    that uninstrumenting one framework does not close the Monitor another one still uses."""
-    global _shared_users
-    monitor = shared_monitor()
-    with _shared_lock:
-        _shared_users += 1
-    return monitor
-
-
-def release_shared_monitor() -> None:
-    """Close the shared Monitor when the last integration using it lets go."""
-    global _shared_users
-    with _shared_lock:
-        _shared_users = max(0, _shared_users - 1)
-        last = _shared_users == 0
-    if last:
-        reset_shared_monitor()

@@ -109,6 +109,17 @@ class Monitor:
     system, "thread" otherwise (metric instances cannot be rebuilt in another process).
     """
 
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None, **overrides: Any) -> Monitor:
+        """The Monitor that ``settings`` (default: the environment's) describe, with ``overrides``
+        (any argument of the constructor) taking precedence."""
+        settings = settings or Settings.from_env()
+        arguments: dict[str, Any] = dict(
+            metrics=settings.metrics, sinks=settings.sinks, sample_rate=settings.sample_rate,
+            queue_size=settings.queue_size, workers=settings.workers, metric_timeout_s=settings.metric_timeout_s,
+            options=settings.options, isolation=settings.isolation)
+        return cls(settings=settings, **{**arguments, **overrides})
+
     def __init__(
         self,
         metrics: Sequence[str | Metric] | str | None = None,

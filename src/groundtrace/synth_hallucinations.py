@@ -7,6 +7,9 @@ reversed fact), and lists its changes as verbatim excerpts, which become the row
 written in the shared data format (``label`` 1, ``spans`` with offsets into the new answer,
 ``meta.source_id`` naming the original); ``include_originals`` writes each original too, with its
 own label (0 when it has none). A rewrite identical to the original is dropped, not mislabelled.
+
+It stays in the core, beside the command that runs it (the training code is not installed), and
+uses public APIs only: the judge client, ``render_prompt`` of the judge metrics, ``text.spans``.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from groundtrace.backends.judge import JudgeClient, JudgeError
-from groundtrace.metrics.judged import prompts
+from groundtrace.metrics.judged import render_prompt
 from groundtrace.record import InvalidInput
 from groundtrace.text.lang import guess_language
 from groundtrace.text.spans import locate, normalised_text
@@ -66,8 +69,8 @@ def hallucinate(client: JudgeClient, row: Mapping[str, Any], *, seed: int = 0, t
     answer, contexts = row["answer"], [c for c in row["contexts"] if c.strip()]
     language = row.get("language") or guess_language(answer)
     style = style_for(str(row.get("id")), seed)
-    messages = prompts.render("synth_hallucination", {"question": row.get("question"), "contexts": contexts, "answer": answer},
-                              language=language, params={"style": style})
+    messages = render_prompt("synth_hallucination", {"question": row.get("question"), "contexts": contexts, "answer": answer},
+                            language=language, params={"style": style})
     made = client.complete(messages, HallucinatedAnswer, temperature=temperature, seed=seed).value
     new = made.answer.strip()
     if not new or normalised_text(new) == normalised_text(answer):

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from groundtrace.backends.local_llama import LlamaServer, server_unavailable
+from groundtrace.testing.llama_server import LlamaServer, server_unavailable
 
 TESLA = {
     "id": "tesla",

@@ -16,7 +16,7 @@ pytest.importorskip("openai")
 from groundtrace.backends.judge import JudgeClient
 from groundtrace.metrics import get_metric
 from tests.judge.cases import METRICS
-from groundtrace.backends.local_llama import LlamaServer
+from groundtrace.testing.llama_server import LlamaServer
 
 RECORDS = {
     "en": {

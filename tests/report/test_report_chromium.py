@@ -42,15 +42,24 @@ def table_rows(doc):
     return doc.find("table", id="records").find("tbody").find_all("tr")
 
 
+def row_id(tr):
+    """The record id of a table row: its label shows the question, the id is kept in data-id."""
+    return tr.find_all("td")[1].get("data-id")
+
+
 def row_ids(doc):
-    return [tr.find_all("td")[1].get("data-value") for tr in table_rows(doc)]
+    return [row_id(tr) for tr in table_rows(doc)]
 
 
 def test_the_url_fragment_sorts_and_filters_the_table(report, tmp_path):
     doc = parse(chromium(tmp_path, "--dump-dom", report.as_uri() + "#sort=grounding&dir=desc&min.lexical=0.4"))
     assert doc.find("html").get("data-ready") == "1"  # the script ran to its end
     assert row_ids(doc) == ORDER_BY_GROUNDING_DESC
-    hidden = [tr.find_all("td")[1].get("data-value") for tr in table_rows(doc) if "hidden" in tr.attrs]
+    # each row shows its question's first words; the id is on hover (title)
+    shown = [(tr.find_all("td")[1].text, tr.find_all("td")[1].get("title")) for tr in table_rows(doc)]
+    assert shown == [("Сколько стоит общежитие?", "ru-1"), ("退款需要多长时间？", "zh-1"),
+                     ("How long do refunds take?", "en-ok"), ("What is the fee? " + XSS[:43] + "…", f"en-xss {XSS}")]
+    hidden = [row_id(tr) for tr in table_rows(doc) if "hidden" in tr.attrs]
     assert hidden == ["ru-1"]  # lexical 0.2 < 0.4
     assert doc.find("b", id="shown").text == "3"
     assert doc.find("th", data_key="grounding").get("aria-sort") == "descending"
@@ -71,10 +80,21 @@ def test_clicks_and_typing_sort_filter_and_update_the_fragment(report, tmp_path)
     driven.write_text(report.read_text(encoding="utf-8").replace("</body>", driver), encoding="utf-8")
     doc = parse(chromium(tmp_path, "--dump-dom", driven.as_uri()))
     assert row_ids(doc) == ["en-ok", f"en-xss {XSS}", "zh-1", "ru-1"]  # lexical 0.95, 0.8, 0.45, 0.2
-    visible = [tr.find_all("td")[1].get("data-value") for tr in table_rows(doc) if "hidden" not in tr.attrs]
+    visible = [row_id(tr) for tr in table_rows(doc) if "hidden" not in tr.attrs]
     assert visible == ["en-ok", f"en-xss {XSS}"]  # the answers that mention refunds
     assert doc.find("body").get("data-hash") == "#sort=lexical&dir=desc&q=refunds"
     assert doc.find("body").get("data-pwned") is None
+
+
+def test_the_text_filter_finds_a_record_by_the_id_it_shows_only_on_hover(report, tmp_path):
+    driver = """<script>
+      var search = document.querySelector('#filters input[name="q"]');
+      search.value = 'ZH-1'; search.dispatchEvent(new Event('input'));
+    </script></body>"""
+    driven = tmp_path / "driven.html"
+    driven.write_text(report.read_text(encoding="utf-8").replace("</body>", driver), encoding="utf-8")
+    doc = parse(chromium(tmp_path, "--dump-dom", driven.as_uri()))
+    assert [row_id(tr) for tr in table_rows(doc) if "hidden" not in tr.attrs] == ["zh-1"]
 
 
 def test_a_link_to_a_record_unfolds_it(tmp_path):

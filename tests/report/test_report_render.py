@@ -1,10 +1,12 @@
 import numpy as np
 
 from groundtrace.classification import roc_auc
+from groundtrace.record import Record
 from groundtrace.report import render_report
 from groundtrace.report.records import REASON_CHARS
+from groundtrace.score import ScoredRecord
 from tests.report.dom import marked_chars, parse
-from tests.report.samples import RU_ANSWER, XSS, ZH_ANSWER, rows
+from tests.report.samples import RU_ANSWER, XSS, ZH_ANSWER, rows, score
 
 
 def page(records=None, **kwargs):
@@ -22,13 +24,41 @@ def test_the_table_has_one_row_per_record_with_each_metrics_value():
     trs = body.find_all("tr")
     assert len(trs) == len(records) == 4
     heads = [th.text for th in doc.find("table", id="records").find("thead").find_all("th")]
-    assert heads == ["#", "id", "lang", "answer", "grounding", "lexical", "label", "ms"]
+    assert heads == ["#", "question", "lang", "answer", "grounding", "lexical", "label", "ms"]
     cells = [[td.get("data-value") for td in tr.find_all("td")] for tr in trs]
     assert [c[4] for c in cells] == ["0.9", "0.7", "", "0.1"]  # "" = the failed metric
     assert [c[5] for c in cells] == ["0.2", "0.45", "0.8", "0.95"]
     assert [c[6] for c in cells] == ["1", "1", "0", "0"]
     assert [tr.get("data-flagged") for tr in trs] == ["1", "1", "0", "0"]
     assert trs[2].find_all("td")[4].text == "error"
+
+
+def label_cells(doc):
+    return [tr.find_all("td")[1] for tr in doc.find("table", id="records").find("tbody").find_all("tr")]
+
+
+def test_a_row_shows_the_questions_first_words_and_keeps_the_id_for_hover_and_sorting():
+    doc, records = page()
+    cells = label_cells(doc)
+    # the XSS question has no space after its fifth word within 60 characters: cut there, as markup text
+    assert [c.text for c in cells] == ["Сколько стоит общежитие?", "退款需要多长时间？",
+                                       "What is the fee? " + XSS[:43] + "…", "How long do refunds take?"]
+    ids = [r.id for r in records]
+    assert [c.get("title") for c in cells] == [c.get("data-id") for c in cells] == [c.get("data-value") for c in cells] == ids
+    assert [c.find("a").get("href") for c in cells] == ["#r0", "#r1", "#r2", "#r3"]
+    assert cells[2].find_all("script") == [] and cells[2].find_all("img") == []  # the question stayed text
+
+
+def test_a_long_question_is_cut_after_a_word_and_a_record_without_one_shows_its_answer():
+    question = "Which of the three campus dormitories is the cheapest one for first-year students?"
+    rows = [ScoredRecord(record=Record(id="run-1", question=question, contexts=["c"], answer="a"),
+                         scores=[score("lexical", 0.5)]),
+            ScoredRecord(record=Record(id="run-2", contexts=["c"], answer="Refunds\n take five   days."),
+                         scores=[score("lexical", 0.5)])]
+    doc, _ = page(rows)
+    assert [c.text for c in label_cells(doc)] == [
+        "Which of the three campus dormitories is the cheapest one…", "Refunds take five days."]
+    assert [c.get("title") for c in label_cells(doc)] == ["run-1", "run-2"]
 
 
 def test_marks_cover_exactly_the_spans_of_each_metric_and_of_the_gold_labels():
@@ -128,8 +158,11 @@ def test_summary_counts_flags_errors_and_slowest_records():
     assert summary["grounding"][:6] == ["higher = hallucinated", "0.500", "4", "1", "2/3 (67%)", f"{(0.9 + 0.7 + 0.1) / 3:.3f}"]
     assert summary["lexical"][:6] == ["higher = grounded", "0.400", "4", "0", "1/4 (25%)", f"{(0.2 + 0.45 + 0.8 + 0.95) / 4:.3f}"]
     assert summary["grounding"][7:] == ["1.000", "1.000", "1.000", "1.000"]
-    slow = [li.find("a").text for li in doc.find("section", id="slowest").find_all("li")]
+    slow = [li.find("a").get("title") for li in doc.find("section", id="slowest").find_all("li")]
     assert slow == ["zh-1", "ru-1", "en-ok", f"en-xss {XSS}"]  # 310, 130, 20 and 15 ms
+    # labelled like the table's rows: the question's first words, the id on hover
+    assert doc.find("section", id="slowest").find("a").text == "退款需要多长时间？"
+    assert [a.text for a in doc.find("section", id="errors").find_all("a")] == ["What is the fee? " + XSS[:43] + "…"]
     assert doc.find("section", id="errors").find("h3").text == "Errors: 1"
 
 

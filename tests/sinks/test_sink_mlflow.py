@@ -175,7 +175,7 @@ def test_a_handler_built_without_arguments_links_its_first_record_to_the_mlflow_
     """GroundtraceCallbackHandler() builds the shared Monitor (and so its MLflow sink) lazily, after
     the first root run has read its trace links: the MLflow lookup must be in place before that."""
     pytest.importorskip("groundtrace_langchain")
-    from groundtrace import config
+    from groundtrace import capture
     from groundtrace_langchain import GroundtraceCallbackHandler
     from langchain_core.runnables import RunnableLambda
 
@@ -183,7 +183,7 @@ def test_a_handler_built_without_arguments_links_its_first_record_to_the_mlflow_
     monkeypatch.setenv("GROUNDTRACE_METRICS", "lexical")
     monkeypatch.setenv("GROUNDTRACE_SINKS", "mlflow")
     monkeypatch.setenv("GROUNDTRACE_ISOLATION", "thread")
-    config.reset_shared_monitor()
+    capture.reset_shared_monitor()
     try:
         handler = GroundtraceCallbackHandler()
         chain = RunnableLambda(lambda question: {"question": question, "answer": "The Eiffel Tower is in Paris.",
@@ -200,7 +200,7 @@ def test_a_handler_built_without_arguments_links_its_first_record_to_the_mlflow_
         assert assessments(trace_id)["lexical"]["feedback"] == {"value": 1.0}
     finally:
         trace_context.unregister_link_provider("mlflow")
-        config.reset_shared_monitor()
+        capture.reset_shared_monitor()
 
 
 def test_a_monitor_with_the_sink_registers_the_lookup() -> None:

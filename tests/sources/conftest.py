@@ -1,11 +1,4 @@
-from __future__ import annotations
+"""The sink tests' loopback fixtures, for the source tests that read from (and write back to) the
+same scripted APIs on 127.0.0.1."""
 
-import pytest
-
-from tests.phoenix_server import free_port
-
-
-@pytest.fixture
-def refused_url() -> str:
-    """A loopback URL where nothing listens: connections are refused at once."""
-    return f"http://127.0.0.1:{free_port()}"
+from tests.sinks.conftest import loopback, refused_url  # noqa: F401 - fixtures, found by name

@@ -135,6 +135,12 @@ def test_an_openai_key_without_the_partner_packages_is_passed_over_with_a_note(m
     assert "pip install langchain-openai llama-index-llms-openai-like" in choice.notes[0]
 
 
+def test_an_openai_endpoint_takes_its_url_and_key_from_the_environment_choose_llm_was_given(monkeypatch) -> None:
+    monkeypatch.setattr("groundtrace_demo.llms.installed", lambda module: True)  # as where the partner packages are
+    choice = choose_llm(data.questions(), environ={"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "sk-test"})
+    assert (choice.kind, choice.model, choice.base_url, choice.api_key) == ("openai", "gpt-4o-mini", "http://127.0.0.1:9/v1", "sk-test")
+
+
 def test_a_local_server_that_does_not_answer_is_passed_over_with_a_note() -> None:
     with LoopbackServer(lambda request: (200, {})) as server:
         url = server.url

@@ -336,19 +336,19 @@ def test_constructor_rejects_ambiguous_or_invalid_options(monitor):
 
 
 def test_without_monitor_or_options_the_shared_monitor_is_used_lazily(monkeypatch):
-    from groundtrace import config
+    from groundtrace import capture
 
     monkeypatch.setenv("GROUNDTRACE_METRICS", "lexical")
     monkeypatch.delenv("GROUNDTRACE_SINKS", raising=False)
-    config.reset_shared_monitor()
+    capture.reset_shared_monitor()
     try:
         handler = GroundtraceCallbackHandler()
-        assert config._shared is None  # nothing built before the first record
+        assert capture._shared is None  # nothing built before the first record
         rag_chain().invoke(QUESTION, config={"callbacks": [handler]})
-        assert handler.monitor is config.shared_monitor()
+        assert handler.monitor is capture.shared_monitor()
         assert handler.monitor.flush(10) and handler.monitor.stats.scored == 1
     finally:
-        config.reset_shared_monitor()
+        capture.reset_shared_monitor()
 
 
 class ExplodingOutput(Mapping):

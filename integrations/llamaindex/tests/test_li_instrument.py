@@ -6,7 +6,7 @@ import threading
 from importlib.metadata import entry_points
 
 import pytest
-from groundtrace import Record, config
+from groundtrace import Record, capture
 from groundtrace.autoinstrument import instrument_all
 from li_support import ANSWER, QUESTION, TOP_K, ScriptedLLM, our_handlers, our_span_handler
 from llama_index.core.instrumentation import get_dispatcher
@@ -20,10 +20,10 @@ def environment(monkeypatch):
     monkeypatch.setenv("GROUNDTRACE_METRICS", "lexical")
     monkeypatch.setenv("GROUNDTRACE_SAMPLE_RATE", "0.5")
     monkeypatch.delenv("GROUNDTRACE_SINKS", raising=False)
-    config.reset_shared_monitor()
+    capture.reset_shared_monitor()
     yield
     groundtrace_llamaindex.uninstrument()
-    config.reset_shared_monitor()
+    capture.reset_shared_monitor()
 
 
 def test_instrument_attaches_once_and_after_uninstrument_nothing_is_captured(index, monitor, sink):
@@ -80,7 +80,7 @@ def test_instrument_builds_its_own_monitor_from_arguments_and_closes_it(index, s
     monitor = groundtrace_llamaindex.instrument(metrics=["lexical"], sinks=[sink], sample_rate=1.0, flush_at_exit=False)
 
     assert ([m.name for m in monitor.metrics], monitor.sinks, monitor.sample_rate) == (["lexical"], [sink], 1.0)
-    assert monitor is not config.shared_monitor()
+    assert monitor is not capture.shared_monitor()
     index.as_query_engine(llm=ScriptedLLM(), similarity_top_k=TOP_K).query(QUESTION)
     groundtrace_llamaindex.uninstrument()  # flushes and closes the Monitor it built
 
@@ -92,10 +92,10 @@ def test_instrument_builds_its_own_monitor_from_arguments_and_closes_it(index, s
 def test_instrument_without_arguments_uses_the_shared_monitor_configured_from_the_environment(environment):
     monitor = groundtrace_llamaindex.instrument()
 
-    assert monitor is config.shared_monitor()
+    assert monitor is capture.shared_monitor()
     assert ([m.name for m in monitor.metrics], monitor.sample_rate) == (["lexical"], 0.5)
     groundtrace_llamaindex.uninstrument()
-    assert config.shared_monitor() is not monitor  # uninstrument() closed and forgot it
+    assert capture.shared_monitor() is not monitor  # uninstrument() closed and forgot it
 
 
 def test_a_monitor_and_monitor_options_together_are_refused(monitor):

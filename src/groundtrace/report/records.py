@@ -12,6 +12,7 @@ from groundtrace.report.summary import total_latency_ms
 from groundtrace.score import Score, ScoredRecord
 
 EXCERPT_CHARS = 160
+LABEL_CHARS = 60  # a row's label: the question's first words, enough to tell records apart
 REASON_CHARS = 300  # in a tooltip; the full reason is in the scores table below the answer
 
 
@@ -35,9 +36,25 @@ class RecordView:
         return any(s.hallucinated for s in self.row.scores if s.ok)
 
     @property
+    def label(self) -> str:
+        """The question's first words (the answer's when there is none): a run UUID says less."""
+        record = self.row.record
+        return first_words(record.question or record.answer or "", LABEL_CHARS)
+
+    @property
     def excerpt(self) -> str:
         answer = self.row.record.answer or ""
         return answer if len(answer) <= EXCERPT_CHARS else answer[:EXCERPT_CHARS] + "…"
+
+
+def first_words(text: str, limit: int) -> str:
+    """``text`` on one line, cut after a whole word (mid-word only where no space comes early enough,
+    as in Chinese) to at most ``limit`` characters plus an ellipsis."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit + 1)
+    return text[:cut if cut > limit // 2 else limit].rstrip(" ,;:") + "…"
 
 
 def record_view(index: int, row: ScoredRecord, metrics: Sequence[str], gold: Gold | None) -> RecordView:

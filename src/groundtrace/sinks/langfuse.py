@@ -56,6 +56,29 @@ def score_fields(score: Score) -> dict[str, Any]:
     return fields
 
 
+def base_url(host: str | None) -> str:
+    """Where Langfuse is: ``host``, else LANGFUSE_BASE_URL or LANGFUSE_HOST (the SDK's variables), else
+    Langfuse Cloud."""
+    return (host or os.environ.get("LANGFUSE_BASE_URL") or os.environ.get("LANGFUSE_HOST") or DEFAULT_HOST).rstrip("/")
+
+
+def build_api(public_key: str | None, secret_key: str | None, host: str | None, timeout_s: float, what: str) -> Any:
+    """The SDK's REST client (``langfuse.api.LangfuseAPI``) for one project's keys, from the arguments
+    or the SDK's variables (LANGFUSE_PUBLIC_KEY, LANGFUSE_SECRET_KEY); ``what`` names the caller in errors."""
+    from importlib.metadata import version
+
+    from langfuse.api import LangfuseAPI
+
+    public_key = public_key or os.environ.get("LANGFUSE_PUBLIC_KEY")
+    secret_key = secret_key or os.environ.get("LANGFUSE_SECRET_KEY")
+    if not public_key or not secret_key:
+        raise ValueError(f"{what} needs a public and a secret key: set LANGFUSE_PUBLIC_KEY and "
+                         "LANGFUSE_SECRET_KEY, or pass public_key= and secret_key=")
+    return LangfuseAPI(base_url=base_url(host), username=public_key, password=secret_key,
+                       x_langfuse_sdk_name="python", x_langfuse_sdk_version=version("langfuse"),
+                       x_langfuse_public_key=public_key, timeout=timeout_s)
+
+
 def _retryable(error: Exception, httpx: Any, api_error: type[Exception]) -> bool:
     # the SDK's own score consumer retries the same: transport errors, 429 and 5xx
     if isinstance(error, httpx.TransportError):
@@ -96,27 +119,12 @@ class LangfuseSink(Sink):
         self._httpx, self._api_error = httpx, ApiError
         self._request_type, self._partial_type = CreateScoreRequest, CreateScoreBatchResults
         if client is None:
-            client = self._own_client(LangfuseAPI, public_key, secret_key, host, timeout_s)
+            client = build_api(public_key, secret_key, host, timeout_s, "the Langfuse sink")
         self.api = client if isinstance(client, LangfuseAPI) else client.api
         self.environment = environment or os.environ.get("LANGFUSE_TRACING_ENVIRONMENT") or None
         self.timeout_s = timeout_s
         self.max_attempts = max(1, max_attempts)
         self.backoff_s = backoff_s
-
-    @staticmethod
-    def _own_client(api_type: Any, public_key: str | None, secret_key: str | None, host: str | None,
-                    timeout_s: float) -> Any:
-        public_key = public_key or os.environ.get("LANGFUSE_PUBLIC_KEY")
-        secret_key = secret_key or os.environ.get("LANGFUSE_SECRET_KEY")
-        if not public_key or not secret_key:
-            raise ValueError("the Langfuse sink needs a public and a secret key: set LANGFUSE_PUBLIC_KEY and "
-                             "LANGFUSE_SECRET_KEY, or pass public_key= and secret_key=")
-        base_url = host or os.environ.get("LANGFUSE_BASE_URL") or os.environ.get("LANGFUSE_HOST") or DEFAULT_HOST
-        from importlib.metadata import version
-
-        return api_type(base_url=base_url.rstrip("/"), username=public_key, password=secret_key,
-                        x_langfuse_sdk_name="python", x_langfuse_sdk_version=version("langfuse"),
-                        x_langfuse_public_key=public_key, timeout=timeout_s)
 
     def emit(self, record: Record, scores: list[Score]) -> None:
         if not record.trace_id:

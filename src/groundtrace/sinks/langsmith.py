@@ -57,6 +57,23 @@ def feedback_fields(score: Score) -> dict[str, Any]:
     return fields
 
 
+def build_client(api_url: str | None, api_key: str | None, timeout_s: float) -> Any:
+    """A ``langsmith.Client`` that sends at once (no background batching), with the SDK's own
+    settings (``LANGSMITH_ENDPOINT``, ``LANGSMITH_API_KEY``) where an argument is None."""
+    import langsmith
+    from langsmith import utils as ls_utils
+
+    return langsmith.Client(
+        api_url=api_url,
+        api_key=api_key,
+        timeout_ms=int(timeout_s * 1000),
+        # one retry policy, not two stacked: request_with_retries retries connection
+        # errors, 5xx and 404 (the run may not be ingested yet) with backoff
+        retry_config=ls_utils.LangSmithRetry(total=0),
+        auto_batch_tracing=False,
+    )
+
+
 def _first_line(error: BaseException) -> str:
     # The SDK's connection errors carry a masked API key on a later line: keep it out of our logs.
     return f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
@@ -79,22 +96,11 @@ class LangSmithSink(Sink):
         max_attempts: int = 3,
     ) -> None:
         try:
-            import langsmith
             from langsmith import utils as ls_utils
         except ImportError as error:
             raise missing_extra("langsmith", "the LangSmith sink", error) from None
         self._not_found = ls_utils.LangSmithNotFoundError
-        if client is None:
-            client = langsmith.Client(
-                api_url=api_url,
-                api_key=api_key,
-                timeout_ms=int(timeout_s * 1000),
-                # one retry policy, not two stacked: request_with_retries retries connection
-                # errors, 5xx and 404 (the run may not be ingested yet) with backoff
-                retry_config=ls_utils.LangSmithRetry(total=0),
-                auto_batch_tracing=False,
-            )
-        self.client = client
+        self.client = client if client is not None else build_client(api_url, api_key, timeout_s)
         self.project_name = project_name or ls_utils.get_tracer_project()
         self.max_attempts = max(1, max_attempts)
         self._project_ids: dict[str, str] = {}

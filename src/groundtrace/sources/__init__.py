@@ -124,9 +124,10 @@ class Source:
     sink: ClassVar[str | None] = None
 
     def __init__(self, target: str | None = None, *, settings: Settings | None = None, **options: Any) -> None:
+        if options:  # what a subclass did not take is a typo, not something to ignore quietly
+            raise ValueError(f"the {self.name} source has no option {', '.join(sorted(options))}")
         self.target = target
         self.settings = settings
-        self.options = options
         self.stats = SourceStats()
 
     @property

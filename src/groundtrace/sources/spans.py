@@ -289,6 +289,8 @@ def records_from_traces(
             continue
         stats.took()
         yield made
+        if filters.limit is not None and stats.records >= filters.limit:
+            return  # now, not after reading one more trace from a paging platform
 
 
 def group_by_trace(spans: Iterable[SpanView]) -> dict[str, list[SpanView]]:

@@ -60,7 +60,7 @@ def chat_model(choice: LLMChoice) -> BaseChatModel:
     if choice.kind == "openai":
         from langchain_openai import ChatOpenAI
 
-        return ChatOpenAI(model=choice.model, base_url=choice.base_url, temperature=0)
+        return ChatOpenAI(model=choice.model, base_url=choice.base_url, api_key=choice.api_key, temperature=0)
     return ResponderChatModel(responder=choice.responder)
 
 

@@ -3,7 +3,6 @@ with groundtrace's offline USE embedder, answering through a completion LLM."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -86,7 +85,7 @@ def llm(choice: LLMChoice) -> LLM:
         from llama_index.llms.openai_like import OpenAILike
 
         return OpenAILike(model=choice.model, api_base=choice.base_url or "https://api.openai.com/v1",
-                          api_key=os.environ.get("OPENAI_API_KEY") or "not-needed", is_chat_model=True,
+                          api_key=choice.api_key or "not-needed", is_chat_model=True,
                           temperature=0)
     return ResponderLLM(responder=choice.responder)
 

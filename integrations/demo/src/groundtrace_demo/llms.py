@@ -75,6 +75,7 @@ class LLMChoice:
     responder: Responder | None = None  # llama.cpp and replay: wrapped by the demo's model classes
     model: str | None = None  # openai: built with the partner packages
     base_url: str | None = None
+    api_key: str | None = None  # openai: read with the rest of the environment in choose_llm, nowhere else
     notes: list[str] = field(default_factory=list)  # why earlier choices were passed over
 
     @property
@@ -104,7 +105,7 @@ def choose_llm(questions: Iterable[Question], environ: Mapping[str, str] | None 
             base_url = env.get("OPENAI_BASE_URL") or None
             model = model or DEFAULT_OPENAI_MODEL
             return LLMChoice("openai", f"OpenAI-compatible endpoint {base_url or 'api.openai.com'}, model {model}",
-                             model=model, base_url=base_url, notes=notes)
+                             model=model, base_url=base_url, api_key=env.get("OPENAI_API_KEY") or None, notes=notes)
         notes.append("OPENAI_BASE_URL/OPENAI_API_KEY is set, but the demo talks to it through LangChain's and "
                      "LlamaIndex's own clients: pip install langchain-openai llama-index-llms-openai-like")
     if env.get("GROUNDTRACE_DEMO_LLM_URL", "").strip():

