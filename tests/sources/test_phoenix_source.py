@@ -141,7 +141,7 @@ def test_an_unknown_project_says_which(phoenix_url: str) -> None:
 
 def test_a_down_phoenix_says_where_and_what_to_do(refused_url: str) -> None:
     started = time.monotonic()
-    with pytest.raises(SourceError, match=rf"cannot reach Phoenix at {refused_url} .*start it \(phoenix serve\)"):
+    with pytest.raises(SourceError, match=rf"Phoenix at {refused_url} could not be read \(ConnectError.*\); start it \(phoenix serve\)"):
         read(refused_url)
     assert time.monotonic() - started < 5
 

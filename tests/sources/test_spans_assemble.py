@@ -144,12 +144,6 @@ def test_the_question_falls_back_to_the_first_retrievers_query() -> None:
     assert assemble(rag_trace(input='{"a": 1, "b": 2}'), "s").question == "Eiffel Tower"
 
 
-def test_platform_evaluations_join_evaluator_spans() -> None:
-    spans = rag_trace()
-    spans[2].evaluations = ["grounding", "lexical"]
-    assert assemble(spans, "s").metadata[SCORED_KEY] == ["grounding", "lexical"]
-
-
 def test_a_reranker_decides_the_contexts_and_repeats_count_once() -> None:
     spans = rag_trace() + [span("d" * 16, "RERANKER", "a" * 16, at=20,
                                 documents=[Document("It opened in 1889."), Document("It opened in 1889.")])]

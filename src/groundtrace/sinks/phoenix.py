@@ -27,6 +27,23 @@ from groundtrace.sinks import Sink, retry_with_backoff, score_label, spans_summa
 log = logging.getLogger("groundtrace.sinks.phoenix")
 
 
+def phoenix_client(base_url: str | None = None, api_key: str | None = None, timeout_s: float = 10.0) -> Any:
+    """A ``phoenix.client.Client`` from the client's environment (``base_url``/``api_key``
+    override it), over our own httpx client so that every request is bounded by ``timeout_s``
+    (the phoenix client's default waits up to 30 s per read). The Phoenix source builds its client
+    here too, so both reach the same Phoenix the same way."""
+    import httpx
+    from phoenix.client import Client
+    from phoenix.client.utils.config import get_base_url, get_env_client_headers
+
+    headers = get_env_client_headers()
+    if api_key:
+        headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+        headers["Authorization"] = f"Bearer {api_key}"
+    http = httpx.Client(base_url=base_url or get_base_url(), headers=headers, timeout=timeout_s)
+    return Client(http_client=http)
+
+
 def span_annotation(span_id: str, score: Score) -> dict[str, Any]:
     """One score as the phoenix client's SpanAnnotationData."""
     result: dict[str, Any] = {"label": score_label(score)}
@@ -70,8 +87,6 @@ class PhoenixSink(Sink):
             raise missing_extra("phoenix", "the Phoenix sink", error) from None
         self._httpx = httpx
         if client is None:
-            from groundtrace._phoenix_client import phoenix_client
-
             client = phoenix_client(base_url, api_key, timeout_s)
         self.client = client
         self.max_attempts = max(1, max_attempts)

@@ -71,7 +71,8 @@ def span_metadata(attributes: Mapping[str, Any]) -> dict[str, Any]:
     return metadata
 
 
-def span_kind(attributes: Mapping[str, Any]) -> str:
+def openinference_kind(attributes: Mapping[str, Any]) -> str:
+    """``openinference.span.kind`` in capitals, else the GenAI operation's kind, else UNKNOWN."""
     kind = attributes.get("openinference.span.kind")
     if kind:
         return str(kind).upper()
@@ -81,7 +82,7 @@ def span_kind(attributes: Mapping[str, Any]) -> str:
 def span_view(trace_id: str, span_id: str, parent_id: str | None, name: str, start: datetime | None,
               attributes: Mapping[str, Any]) -> SpanView:
     """A span's OpenInference (else GenAI) attributes as a SpanView."""
-    kind = span_kind(attributes)
+    kind = openinference_kind(attributes)
     docs = span_documents(attributes, "reranker.output_documents" if kind == "RERANKER" else "retrieval.documents")
     inputs = attributes.get("input.value", attributes.get("gen_ai.input.messages", attributes.get("gen_ai.prompt")))
     outputs = attributes.get("output.value", attributes.get("gen_ai.output.messages", attributes.get("gen_ai.completion")))
@@ -91,4 +92,4 @@ def span_view(trace_id: str, span_id: str, parent_id: str | None, name: str, sta
                     evaluation=str(evaluation) if evaluation else None)
 
 
-__all__ = ["span_documents", "span_kind", "span_metadata", "span_view"]
+__all__ = ["openinference_kind", "span_documents", "span_metadata", "span_view"]

@@ -10,8 +10,8 @@ What is read, page by page (``page_size`` root spans at a time, newest first as 
    OpenInference reading as ``otel-json`` (Phoenix keeps the OpenInference attributes, flat, and
    the span kind beside them);
 4. the span annotations of those roots: one that groundtrace's Phoenix sink wrote (annotator kind
-   CODE, the sink's metadata keys) names a metric already scored, which lands in
-   ``metadata["groundtrace.scored"]``.
+   CODE, the sink's metadata keys) names a metric already scored: it joins the trace as an
+   EVALUATOR view (as the other platforms' scores do), so ``metadata["groundtrace.scored"]`` lists it.
 
 Then each trace goes to :func:`~groundtrace.sources.spans.assemble`. Records carry the trace id and
 the root's span id, so the Phoenix sink annotates the same root span.
@@ -35,8 +35,11 @@ from groundtrace._extras import missing_extra
 from groundtrace.record import Record
 from groundtrace.sources import Source, SourceError, SourceFilter
 from groundtrace.sources.openinference import span_view
+from groundtrace.sources.platforms import scored_views, unreachable
 from groundtrace.sources.spans import FILTERED, SpanView, group_by_trace, records_from_traces
 
+_START_IT = ("start it (phoenix serve), or point PHOENIX_COLLECTOR_ENDPOINT (or the base_url option) at the "
+             "Phoenix your application exports to")
 #: metadata keys every annotation of groundtrace's Phoenix sink carries (sinks/phoenix.py)
 SINK_METADATA_KEYS = frozenset({"higher_is_better", "unsupported_spans"})
 
@@ -86,7 +89,7 @@ class PhoenixSource(Source):
         self._httpx = httpx
         self._owns_client = client is None  # a client the caller passed stays open for the caller
         if client is None:
-            from groundtrace._phoenix_client import phoenix_client
+            from groundtrace.sinks.phoenix import phoenix_client
 
             client = phoenix_client(base_url, api_key, timeout_s)
         self.client = client
@@ -111,10 +114,10 @@ class PhoenixSource(Source):
                 continue
             scored = self._scored([root.span_id for root in wanted])
             traces = group_by_trace(self._trace_spans([root.trace_id for root in wanted]))
-            for root in wanted:
-                root.evaluations = scored.get(root.span_id, [])
             yield from records_from_traces(
-                ([root, *(s for s in traces.get(root.trace_id, ()) if s.span_id != root.span_id)] for root in wanted),
+                ([root, *(s for s in traces.get(root.trace_id, ()) if s.span_id != root.span_id),
+                  *scored_views(root.trace_id, root.span_id, scored.get(root.span_id, ()), root.start_time)]
+                 for root in wanted),
                 self.spec, filters, self.stats)
             if filters.limit is not None and self.stats.records >= filters.limit:
                 return  # before the next page is asked for
@@ -153,10 +156,7 @@ class PhoenixSource(Source):
         except httpx.HTTPStatusError as error:
             raise SourceError(self._refusal(error.response)) from None
         except httpx.TransportError as error:
-            raise SourceError(
-                f"cannot reach Phoenix at {self.url} ({type(error).__name__}: {error}): start it (phoenix serve) or "
-                "point PHOENIX_COLLECTOR_ENDPOINT (or the base_url option) at the Phoenix your application exports to"
-            ) from None
+            raise unreachable("Phoenix", self.url, error, _START_IT) from None
 
     def _refusal(self, response: Any) -> str:
         status = response.status_code
@@ -176,7 +176,7 @@ class PhoenixSource(Source):
         except httpx.HTTPStatusError as error:
             raise SourceError(self._refusal(error.response)) from None
         except httpx.TransportError as error:
-            raise SourceError(f"cannot read span annotations from Phoenix at {self.url}: {error}") from None
+            raise unreachable("Phoenix", self.url, error, _START_IT) from None
         scored: dict[str, set[str]] = {}
         for annotation in annotations:
             if is_groundtrace_annotation(annotation) and annotation.get("span_id") and annotation.get("name"):

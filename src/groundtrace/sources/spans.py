@@ -59,8 +59,7 @@ class SpanView:
     ``kind`` is an OpenInference span kind in capitals (CHAIN, RETRIEVER, RERANKER, LLM, AGENT,
     TOOL, EMBEDDING, EVALUATOR, UNKNOWN); ``input``/``output`` are the raw values (strings,
     JSON text or decoded JSON); ``evaluation`` names the groundtrace metric of an EVALUATOR span
-    that groundtrace wrote (so a backfill knows the trace is already scored); ``evaluations`` the
-    groundtrace metrics the platform keeps beside the span."""
+    that groundtrace wrote (so a backfill knows the trace is already scored)."""
 
     trace_id: str
     span_id: str
@@ -73,9 +72,6 @@ class SpanView:
     documents: list[Document] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
     evaluation: str | None = None
-    #: groundtrace metrics the platform holds for this span outside the trace's spans (Phoenix
-    #: annotations, LangSmith feedback, MLflow assessments): the trace is already scored for them
-    evaluations: list[str] = field(default_factory=list)
 
 
 # ------------------------------------------------------------------------------ reading values
@@ -256,7 +252,7 @@ def assemble(spans: Iterable[SpanView], source: str, **ids: Any) -> Record | str
         return NO_ANSWER
     retrievers = sorted((s for s in spans if s.kind == "RETRIEVER"), key=_start)
     question = question_of(root.input) or next(filter(None, (question_of(s.input) for s in retrievers)), None)
-    scored = sorted({s.evaluation for s in spans if s.evaluation} | {name for s in spans for name in s.evaluations})
+    scored = sorted({s.evaluation for s in spans if s.evaluation})
     metadata = {**root.metadata, SOURCE_KEY: source, "root_span": root.name}
     if root.start_time is not None:
         metadata["started"] = _start(root).isoformat()
