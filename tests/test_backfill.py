@@ -230,3 +230,45 @@ def test_sdk_span_json_shape_is_read_too(tmp_path: Path) -> None:
     path.write_text(text, encoding="utf-8")
     [record] = open_source(f"otel-json:{path}").records()
     assert (record.question, record.contexts, record.answer, record.span_id) == ("Q?", ["first", "second"], "Ans.", "1" * 16)
+
+
+def test_scores_of_an_otel_json_backfill_go_back_onto_the_same_traces_over_otlp(spans_file: Path) -> None:
+    """--sinks otel in a process without a tracer provider: EVALUATOR spans over OTLP/HTTP to the
+    endpoint the OpenTelemetry variables name, children of each request's root span."""
+    import os
+    import subprocess
+    import sys
+
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from tests.loopback import LoopbackServer, Reply
+
+    with LoopbackServer(lambda request: Reply(200, {})) as server:
+        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": server.url, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": ""}
+        done = subprocess.run([sys.executable, "-m", "groundtrace.cli", "score", "--from", f"otel-json:{spans_file}",
+                               "-m", "lexical", "--sinks", "otel"], env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        posts = [r for r in server.requests if r.method == "POST"]
+    assert {r.path for r in posts} == {"/v1/traces"}
+    spans = []
+    for post in posts:
+        message = ExportTraceServiceRequest()
+        message.ParseFromString(post.body)
+        spans += [s for rs in message.resource_spans for ss in rs.scope_spans for s in ss.spans]
+    # A and D are scored; C already carried lexical; B is not a RAG request
+    got = sorted((s.trace_id.hex(), s.parent_span_id.hex(), s.name) for s in spans)
+    assert got == [(A, "a" * 15 + "1", "groundtrace.lexical"), (D, "d" * 15 + "1", "groundtrace.lexical")]
+    attributes = {a.key: a.value for a in spans[0].attributes}
+    assert attributes["openinference.span.kind"].string_value == "EVALUATOR"
+    assert attributes["groundtrace.metric"].string_value == "lexical"
+
+
+def test_sinks_otel_without_anywhere_to_send_says_what_to_set(spans_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from opentelemetry import trace
+
+    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        pytest.skip("another test installed a global tracer provider in this process")
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
+    result = runner.invoke(app, ["score", "--from", f"otel-json:{spans_file}", "-m", "lexical", "--sinks", "otel"])
+    assert result.exit_code == 2 and "set OTEL_EXPORTER_OTLP_ENDPOINT" in " ".join(result.output.split())

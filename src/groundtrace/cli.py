@@ -193,10 +193,10 @@ def _score_file(input_path: str, metrics: str, output: Path | None, workers: int
                 sinks: str | None = None) -> list[ScoredRecord]:
     from groundtrace.engine import Evaluator
     from groundtrace.io import read_jsonl
-    from groundtrace.sinks import build_sinks, emit_all
+    from groundtrace.sinks import emit_all
 
     evaluator = Evaluator(metrics, workers=workers, options=options)
-    built = build_sinks("" if not sinks or sinks.strip().lower() == "none" else sinks)
+    built = command_line_sinks(sinks)
     rows: list[ScoredRecord] = []
     items = list(read_jsonl(input_path))
     sink = open(output, "w", encoding="utf-8") if output else nullcontext(None)
@@ -248,13 +248,25 @@ def parse_where(pairs: Sequence[str] | None, option: str = "--where") -> dict[st
     return found
 
 
+def command_line_sinks(names: str | None, settings: Any = None) -> list[Any]:
+    """The sinks --sinks names ('none' or empty: none), each able to deliver from this process."""
+    from groundtrace.sinks import build_sinks
+
+    built = build_sinks("" if not names or names.strip().lower() == "none" else names, settings)
+    for sink in built:
+        if sink.name == "otel" and not sink.has_provider():
+            raise ValueError("--sinks otel: this process has no OpenTelemetry tracer provider to send spans with; "
+                             "set OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) to where your "
+                             "traces go, e.g. http://127.0.0.1:4318")
+    return built
+
+
 def _backfill(spec: str, metrics: str, output: Path | None, workers: int, options: dict, sinks: str | None,
               filters: Any, rescore: bool, source_options: dict[str, Any]) -> tuple[list[ScoredRecord], Any]:
     from groundtrace.backfill import backfill
     from groundtrace.config import Settings
     from groundtrace.engine import Evaluator
     from groundtrace.record import Record
-    from groundtrace.sinks import build_sinks
     from groundtrace.sources import open_source
 
     settings = Settings.from_env()
@@ -262,7 +274,7 @@ def _backfill(spec: str, metrics: str, output: Path | None, workers: int, option
     evaluator = Evaluator(metrics, workers=workers, options=options)
     if sinks is None:  # by default the scores go back to the platform they were read from
         sinks = source.sink or ""
-    built = build_sinks("" if sinks.strip().lower() == "none" else sinks, settings)
+    built = command_line_sinks(sinks, settings)
     kept: list[ScoredRecord] = []  # the summary needs the scores, not the texts
     with _progress() as progress:
         task = progress.add_task(f"scoring {source.spec}", total=filters.limit)

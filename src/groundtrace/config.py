@@ -20,6 +20,9 @@ Everything else receives a :class:`Settings` (or plain arguments) and reads no e
     OPENAI_API_KEY               its key (a local server needs none)
     GROUNDTRACE_JUDGE_CACHE_DIR  the judge's answer cache (default $XDG_CACHE_HOME/groundtrace/judge,
                                  else ~/.cache/groundtrace/judge)
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT (+ /v1/traces): where the otel
+                                 sink sends its spans when the process has no tracer provider of its own
+                                 (the command line: score --from ... --sinks otel)
 The SDK sinks' own variables (LANGSMITH_*, LANGFUSE_*, PHOENIX_*, MLFLOW_*) are their SDKs' business.
 """
 
@@ -96,6 +99,15 @@ def default_metrics(settings: Settings | JudgeSettings | Mapping[str, str] | Non
     return ("grounding", "faithfulness") if judge.configured else ("grounding",)
 
 
+def _otlp_traces_endpoint(env: Mapping[str, str]) -> str | None:
+    """The OTLP/HTTP traces URL the OpenTelemetry variables name, as the SDK's exporter reads them."""
+    traces = _text(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    if traces:
+        return traces
+    base = _text(env, "OTEL_EXPORTER_OTLP_ENDPOINT")
+    return base.rstrip("/") + "/v1/traces" if base else None
+
+
 @dataclass
 class Settings:
     """Everything groundtrace reads from the environment, read once by :meth:`from_env`.
@@ -117,6 +129,7 @@ class Settings:
     jsonl_path: str = DEFAULT_JSONL_PATH
     progress: bool = False
     judge: JudgeSettings = field(default_factory=JudgeSettings)
+    otlp_traces_endpoint: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -153,4 +166,5 @@ class Settings:
             jsonl_path=env.get("GROUNDTRACE_JSONL_PATH") or defaults.jsonl_path,
             progress=parse_flag(env.get("GROUNDTRACE_PROGRESS")) is True,
             judge=judge,
+            otlp_traces_endpoint=_otlp_traces_endpoint(env),
         )

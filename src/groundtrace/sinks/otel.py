@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 from groundtrace._extras import missing_extra
+from groundtrace.config import Settings
 from groundtrace.record import Record
 from groundtrace.score import Score
 from groundtrace.sinks import Sink, score_label, spans_summary
@@ -32,16 +33,53 @@ def evaluation_attributes(score: Score) -> dict[str, Any]:
     return attributes
 
 
+def otlp_provider(endpoint: str) -> Any:
+    """An SDK tracer provider that sends spans over OTLP/HTTP (protobuf) to ``endpoint``."""
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError as error:
+        raise missing_extra("otlp", "sending the otel sink's spans over OTLP", error) from None
+    provider = TracerProvider(resource=Resource.create({"service.name": "groundtrace"}))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+    return provider
+
+
 class OTelSink(Sink):
     name = "otel"
 
-    def __init__(self, tracer_provider: Any = None) -> None:
+    def __init__(self, tracer_provider: Any = None, *, owns_provider: bool = False) -> None:
         try:
             from opentelemetry import trace
         except ImportError as error:
             raise missing_extra("otel", "the OpenTelemetry sink", error) from None
         self._trace = trace
         self._provider = tracer_provider
+        self._owns_provider = owns_provider
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> OTelSink:
+        """The application's tracer provider (resolved per call); in a process that has none (the
+        command line) and an OTLP endpoint in the settings, a provider of its own that exports there."""
+        sink = cls()
+        if settings.otlp_traces_endpoint and not sink.has_provider():
+            sink = cls(otlp_provider(settings.otlp_traces_endpoint), owns_provider=True)
+        return sink
+
+    def has_provider(self) -> bool:
+        """Whether spans go anywhere: a provider was given or the process installed a real one."""
+        provider = self._provider or self._trace.get_tracer_provider()
+        return not isinstance(provider, (self._trace.ProxyTracerProvider, self._trace.NoOpTracerProvider))
+
+    def flush(self) -> None:
+        if self._owns_provider:
+            self._provider.force_flush()
+
+    def close(self) -> None:
+        if self._owns_provider:
+            self._provider.shutdown()  # exports what the batch processor still holds
 
     @property
     def _tracer(self) -> Any:
