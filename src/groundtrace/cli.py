@@ -75,6 +75,21 @@ OptionsOption = Annotated[
     Optional[list[str]],
     typer.Option("--option", "-O", help="A metric option as METRIC.KEY=VALUE, e.g. facts.mode=seed (repeatable)."),
 ]
+EngineOption = Annotated[str, typer.Option("--engine", help="local (default): this process; ray: a Ray cluster's actors "
+                                                               "(pip install 'groundtrace[ray]').")]
+AddressOption = Annotated[Optional[str], typer.Option("--address", help="With --engine ray: auto, HOST:PORT or ray://HOST:PORT "
+                                                                        "of an existing cluster (default: a local one).")]
+ActorsOption = Annotated[int, typer.Option("--actors", help="With --engine ray: scoring actors (one CPU each).")]
+BatchSizeOption = Annotated[int, typer.Option("--batch-size", help="With --engine ray: records per actor batch.")]
+
+
+def engine_options(engine: str, address: str | None, actors: int, batch_size: int) -> dict[str, Any]:
+    """What groundtrace.engine.score_stream takes besides the records: the engine, and Ray's settings."""
+    if engine == "ray":
+        return {"engine": "ray", "address": address, "actors": actors, "batch_size": batch_size}
+    if engine != "local":
+        raise typer.BadParameter(f"'{engine}' is not an engine; choose local or ray", param_hint="--engine")
+    return {"engine": "local"}
 
 
 def parse_options(pairs: Sequence[str] | None) -> dict[str, dict[str, Any]]:
@@ -181,22 +196,29 @@ def metrics_command(
     out.print(table)
 
 
-def _score_file(input_path: str, metrics: str, output: Path | None, workers: int, options: dict) -> list[ScoredRecord]:
-    from groundtrace.engine import Evaluator
+def _score_file(input_path: str, metrics: str, output: Path | None, workers: int, options: dict,
+                engine: dict[str, Any] | None = None) -> list[ScoredRecord]:
+    from groundtrace.engine import score_stream
     from groundtrace.io import read_jsonl
 
-    evaluator = Evaluator(metrics, workers=workers, options=options)
     rows: list[ScoredRecord] = []
-    items = list(read_jsonl(input_path))
+    # a file is streamed (counted first, for the progress bar); stdin can only be read once
+    items = list(read_jsonl(input_path)) if input_path == "-" else read_jsonl(input_path)
+    total = len(items) if isinstance(items, list) else _count_lines(input_path)
     sink = open(output, "w", encoding="utf-8") if output else nullcontext(None)
     with sink as handle, _progress() as progress:
-        task = progress.add_task("scoring", total=len(items))
-        for row in evaluator.iter_evaluate(items):
+        task = progress.add_task("scoring", total=total)
+        for row in score_stream(items, metrics, options=options, workers=workers, **(engine or {})):
             rows.append(row)
             if handle:
                 handle.write(row.model_dump_json() + "\n")
             progress.advance(task)
     return rows
+
+
+def _count_lines(path: str) -> int:
+    with open(path, "rb") as handle:
+        return sum(1 for line in handle if line.strip())
 
 
 @app.command("score")
@@ -207,11 +229,16 @@ def score_command(
     workers: Annotated[int, typer.Option(help="Records scored concurrently.")] = 1,
     option: OptionsOption = None,
     show: Annotated[int, typer.Option(help="Records to show in the per-record table (0: none).")] = 0,
+    engine: EngineOption = "local",
+    address: AddressOption = None,
+    actors: ActorsOption = 2,
+    batch_size: BatchSizeOption = 64,
 ) -> None:
     """Score every record of a JSONL file and print a per-metric summary."""
     try:
-        rows = _score_file(input_path, metrics, output, workers, parse_options(option))
-    except (KeyError, ValueError, FileNotFoundError) as error:
+        rows = _score_file(input_path, metrics, output, workers, parse_options(option),
+                           engine_options(engine, address, actors, batch_size))
+    except (KeyError, ValueError, FileNotFoundError, ImportError, ConnectionError) as error:
         console.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2) from None
     if show:
@@ -232,6 +259,10 @@ def bench_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object keyed by metric name.")] = False,
     limit: Annotated[Optional[int], typer.Option(help="Use only the first N records.")] = None,
     option: OptionsOption = None,
+    engine: EngineOption = "local",
+    address: AddressOption = None,
+    actors: ActorsOption = 2,
+    batch_size: BatchSizeOption = 64,
 ) -> None:
     """Measure metrics against labels: precision, recall, F1, ROC AUC, balanced accuracy, speed."""
     from groundtrace.bench import run_bench
@@ -243,8 +274,9 @@ def bench_command(
 
         try:
             results = run_bench(input_path, metrics, threshold=threshold, threshold_from=threshold_from,
-                                options=parse_options(option), limit=limit, progress=tick)
-        except (KeyError, ValueError, FileNotFoundError) as error:
+                                options=parse_options(option), limit=limit, progress=tick,
+                                engine=engine_options(engine, address, actors, batch_size))
+        except (KeyError, ValueError, FileNotFoundError, ImportError, ConnectionError) as error:
             console.print(f"[red]error:[/red] {error}")
             raise typer.Exit(2) from None
     if as_json:

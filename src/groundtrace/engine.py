@@ -9,9 +9,23 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from groundtrace.config import Settings, default_metrics
-from groundtrace.metrics import Metric, get_metric
+from groundtrace.metrics import Metric, get_metric, metric_class
 from groundtrace.record import InvalidRecord, Record, coerce_record, placeholder_record
 from groundtrace.score import ScoredRecord
+
+
+def _selected(
+    metrics: Sequence[str | Metric] | str | None,
+    options: Mapping[str, Mapping[str, Any]] | None,
+    settings: Settings | None,
+) -> list[str | Metric]:
+    if isinstance(metrics, str):
+        metrics = [m.strip() for m in metrics.split(",") if m.strip()]
+    metrics = list(metrics or default_metrics(settings))
+    unknown = set(options or {}) - {m if isinstance(m, str) else m.name for m in metrics}
+    if unknown:
+        raise ValueError(f"options given for metrics that are not selected: {', '.join(sorted(unknown))}")
+    return metrics
 
 
 def build_metrics(
@@ -21,14 +35,27 @@ def build_metrics(
 ) -> list[Metric]:
     """Metric instances from names or instances; ``options`` maps a metric name to its keyword
     arguments. With no metrics, ``default_metrics(settings)`` (the environment's, without settings)."""
-    if isinstance(metrics, str):
-        metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     options = options or {}
-    metrics = metrics or default_metrics(settings)
-    unknown = set(options) - {m if isinstance(m, str) else m.name for m in metrics}
-    if unknown:
-        raise ValueError(f"options given for metrics that are not selected: {', '.join(sorted(unknown))}")
-    return [get_metric(m, **options.get(m, {})) if isinstance(m, str) else m for m in metrics]
+    return [get_metric(m, **options.get(m, {})) if isinstance(m, str) else m
+            for m in _selected(metrics, options, settings)]
+
+
+def metric_specs(
+    metrics: Sequence[str] | str | None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    settings: Settings | None = None,
+) -> list[tuple[str, dict[str, Any]]]:
+    """(name, options) of each metric, checked like :func:`build_metrics` but without building (or
+    loading the model of) any: what another process needs to rebuild them with ``build_metrics``."""
+    options = options or {}
+    specs = []
+    for metric in _selected(metrics, options, settings):
+        if not isinstance(metric, str):
+            raise ValueError(f"metric {metric.name!r} is an instance; another process can only rebuild metrics "
+                             "given by name (pass its name, and its arguments as options)")
+        metric_class(metric)  # an unknown name fails here, naming the available ones
+        specs.append((metric, dict(options.get(metric, {}))))
+    return specs
 
 
 class Evaluator:
@@ -49,13 +76,15 @@ class Evaluator:
         self.metrics = build_metrics(metrics, options)
         self.workers = max(1, int(workers))
 
-    def score_one(self, item: Record | Mapping[str, Any] | Any) -> ScoredRecord:
+    def score_one(self, item: Record | Mapping[str, Any] | Any, metrics: Sequence[Metric] | None = None) -> ScoredRecord:
+        """``item`` scored by ``metrics`` (default: all of this Evaluator's)."""
+        metrics = self.metrics if metrics is None else metrics
         try:
             record = coerce_record(item)
         except InvalidRecord:
             record = placeholder_record(item)
-            return ScoredRecord(record=record, scores=[m.score(item) for m in self.metrics])
-        return ScoredRecord(record=record, scores=[m.score(record) for m in self.metrics])
+            return ScoredRecord(record=record, scores=[m.score(item) for m in metrics])
+        return ScoredRecord(record=record, scores=[m.score(record) for m in metrics])
 
     def iter_evaluate(
         self, records: Iterable[Any], on_result: Callable[[ScoredRecord], None] | None = None
@@ -99,3 +128,33 @@ def evaluate(
 ) -> list[ScoredRecord]:
     """Score ``records`` (Records or mappings) with ``metrics`` (default: ``default_metrics()``, i.e. grounding)."""
     return Evaluator(metrics, workers=workers, options=options).evaluate(records)
+
+
+ENGINES = ("local", "ray")
+
+
+def score_stream(
+    items: Iterable[Any],
+    metrics: Sequence[str | Metric] | str | None = None,
+    *,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    engine: str = "local",
+    workers: int = 1,
+    on_result: Callable[[ScoredRecord], None] | None = None,
+    **ray_options: Any,
+) -> Iterator[ScoredRecord]:
+    """Score ``items`` on the chosen engine, in input order: the one place the command line, the
+    bench and any other batch path choose between the local Evaluator and Ray.
+
+    ``engine="local"`` (default): an :class:`Evaluator` with ``workers`` threads. ``engine="ray"``:
+    :func:`groundtrace.ray.score_records`, which takes ``ray_options`` (``address``, ``actors``,
+    ``batch_size``, ``select``, ...) and metrics by name only."""
+    if engine == "local":
+        if ray_options:
+            raise ValueError(f"{', '.join(sorted(ray_options))}: options of the ray engine, not of the local one")
+        return Evaluator(metrics, workers=workers, options=options).iter_evaluate(items, on_result)
+    if engine == "ray":
+        from groundtrace.ray import score_records
+
+        return score_records(items, metrics, options=options, on_result=on_result, **ray_options)
+    raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
