@@ -14,7 +14,7 @@ from typing import Any
 
 from groundtrace.engine import Evaluator
 from groundtrace.metrics import Metric
-from groundtrace.ray.rows import decode
+from groundtrace.ray.rows import Select, decode, rows_from_records
 from groundtrace.score import Score, ScoredRecord
 
 
@@ -55,13 +55,19 @@ async def _gather(items: Sequence[Any], waiting: Sequence[tuple[int, Metric]], b
 
 class BatchScorer:
     """The Ray Data callable class: builds the metrics once per actor, then scores batches of rows
-    (columns position, key, item, select) into rows (position, key, scored: a ScoredRecord as JSON)."""
+    (columns position, key, item, select) into rows (position, key, scored: a ScoredRecord as JSON).
+    With ``records_in``, batches of record dicts, which it makes into rows first (``select`` runs here)."""
 
-    def __init__(self, specs: Sequence[tuple[str, Mapping[str, Any]]], io_concurrency: int = 16) -> None:
+    def __init__(self, specs: Sequence[tuple[str, Mapping[str, Any]]], io_concurrency: int = 16,
+                 records_in: bool = False, select: Select | None = None) -> None:
         self.evaluator = Evaluator([name for name, _ in specs], options={n: o for n, o in specs if o})
         self.io_concurrency = io_concurrency
+        self.records_in = records_in  # batches of record dicts (score_dataset) rather than rows
+        self.select = select
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, Any]:
+        if self.records_in:
+            batch = rows_from_records(batch, self.select)
         items = [decode(text) for text in batch["item"]]
         scored = score_items(self.evaluator, items, list(batch["select"]), self.io_concurrency)
         return {"position": batch["position"], "key": batch["key"],

@@ -11,7 +11,6 @@ error Score, so every input comes back once, in input order.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import warnings
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
@@ -22,7 +21,7 @@ from groundtrace.engine import metric_specs
 from groundtrace.metrics import metric_class
 from groundtrace.ray.batch import BatchScorer
 from groundtrace.ray.cluster import connect
-from groundtrace.ray.rows import Select, decode, encode, key_of, row
+from groundtrace.ray.rows import Select, decode, key_of, row
 from groundtrace.record import placeholder_record
 from groundtrace.score import ScoredRecord
 
@@ -35,14 +34,16 @@ ACTOR_OPTIONS = {"max_restarts": -1, "max_task_retries": -1}
 
 
 def _scored(ds: Any, specs: list[tuple[str, dict[str, Any]]], *, actors: int, batch_size: int,
-            io_concurrency: int) -> Any:
-    """The lazy Dataset of scored rows (position, key, scored)."""
+            io_concurrency: int, records_in: bool = False, select: Select | None = None) -> Any:
+    """The lazy Dataset of scored rows (position, key, scored), from rows (position, key, item,
+    select) or, with ``records_in``, from record dicts."""
     from ray.data import ActorPoolStrategy
 
     with warnings.catch_warnings():  # Ray 2.60 deprecates extra remote args (for 2.64), this pin still takes them
         warnings.filterwarnings("ignore", message=".*ray_remote_args. is deprecated")
         return ds.map_batches(
-            BatchScorer, fn_constructor_kwargs={"specs": specs, "io_concurrency": io_concurrency},
+            BatchScorer, fn_constructor_kwargs={"specs": specs, "io_concurrency": io_concurrency,
+                                               "records_in": records_in, "select": select},
             compute=ActorPoolStrategy(size=max(1, int(actors))), batch_size=max(1, int(batch_size)), batch_format="numpy",
             num_cpus=1, **ACTOR_OPTIONS,
         )
@@ -144,23 +145,6 @@ def score_dataset(
     Ray's own retries rerun the batch of an actor that died; rows are not deduplicated here."""
     specs = metric_specs(metrics, options)
     connect(address)
-    rows = ds.map_batches(_Rows(select), batch_format="numpy")
-    return _scored(rows, specs, actors=actors, batch_size=batch_size, io_concurrency=io_concurrency) \
-        .select_columns(["key", "scored"])
-
-
-class _Rows:
-    """Dataset rows -> the rows the actors read (as score_records makes them on its driver)."""
-
-    def __init__(self, select: Select | None) -> None:
-        self.select = select
-
-    def __call__(self, batch: Mapping[str, Any]) -> dict[str, list[Any]]:
-        columns = list(batch)
-        count = len(batch[columns[0]]) if columns else 0
-        # through JSON once, so that select() sees lists and numbers rather than numpy values
-        made = [row(0, decode(encode({c: batch[c][i] for c in columns})), self.select) for i in range(count)]
-        for one in made:
-            if one["key"] == "item-0":  # no id, and no stable position either: name it by its content
-                one["key"] = "sha-" + hashlib.blake2b(one["item"].encode(), digest_size=8).hexdigest()
-        return {name: [one[name] for one in made] for name in ("position", "key", "item", "select")}
+    # the actors turn record dicts into rows themselves: no extra stage of tasks competing for CPUs
+    return _scored(ds, specs, actors=actors, batch_size=batch_size, io_concurrency=io_concurrency,
+                   records_in=True, select=select).select_columns(["key", "scored"])

@@ -6,6 +6,7 @@ Arrow schemas do not forgive, and a corrupt input must travel as far as a good o
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -72,3 +73,16 @@ def row(position: int, item: Any, select: Select | None) -> dict[str, Any]:
     """One input as a row; ``select`` runs here, on the driver, and its answer travels with the row."""
     return {"position": position, "key": key_of(item, position), "item": encode(item),
             "select": selection(item, select)}
+
+
+def rows_from_records(batch: Mapping[str, Any], select: Select | None) -> dict[str, list[Any]]:
+    """A batch of a Ray Dataset of record dicts (column -> values) as rows. Such a Dataset has no
+    stable positions, so a record without an id is keyed by a digest of its content."""
+    columns = list(batch)
+    count = len(batch[columns[0]]) if columns else 0
+    # through JSON once, so that select() sees lists and numbers rather than numpy values
+    made = [row(0, decode(encode({c: batch[c][i] for c in columns})), select) for i in range(count)]
+    for one in made:
+        if one["key"] == "item-0":
+            one["key"] = "sha-" + hashlib.blake2b(one["item"].encode(), digest_size=8).hexdigest()
+    return {name: [one[name] for one in made] for name in ("position", "key", "item", "select")}
