@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -45,6 +46,9 @@ def score_items(evaluator: Evaluator, items: Sequence[Any], selections: Sequence
 
 async def _gather(items: Sequence[Any], waiting: Sequence[tuple[int, Metric]], bound: int) -> list[Score]:
     gate = asyncio.Semaphore(max(1, bound))
+    # ascore runs the metric in the loop's default executor, whose few threads (cores + 4) would
+    # otherwise cap the bound; asyncio.run shuts this one down with the loop
+    asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max(1, bound), "groundtrace-io"))
 
     async def one(i: int, metric: Metric) -> Score:
         async with gate:
