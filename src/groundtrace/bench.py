@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from groundtrace.classification import best_f1_threshold, confusion, roc_auc
-from groundtrace.engine import build_metrics
+from groundtrace.engine import build_metrics, score_stream
 from groundtrace.io import read_jsonl
 from groundtrace.metrics import Metric
 from groundtrace.record import InvalidInput
@@ -59,7 +59,17 @@ def _reset_caches(metric: Metric) -> None:
         embedder.clear_cache()
 
 
-def score_all(metric: Metric, items: Sequence[Labelled], progress: Callable[[], None] | None = None) -> tuple[list[Score], float]:
+def score_all(metric: Metric, items: Sequence[Labelled], progress: Callable[[], None] | None = None,
+              engine: Mapping[str, Any] | None = None, options: Mapping[str, Any] | None = None) -> tuple[list[Score], float]:
+    """``metric``'s Scores of ``items``, in order, and the seconds they took. ``engine``: the keywords
+    of :func:`groundtrace.engine.score_stream` (default: this process, with ``metric`` itself); on
+    Ray the actors rebuild the metric from its name and ``options``, and the seconds include their start."""
+    if engine and engine.get("engine", "local") != "local":
+        started = time.perf_counter()
+        rows = score_stream([i.raw for i in items], [metric.name], options={metric.name: options} if options else None,
+                            on_result=(lambda _: progress()) if progress else None, **engine)
+        scores = [row.scores[0] for row in rows]
+        return scores, time.perf_counter() - started
     _reset_caches(metric)
     metric.score({"answer": "warm up", "contexts": ["warm up"]})  # load models outside the timing
     started = time.perf_counter()
@@ -76,9 +86,10 @@ def oriented(scores: Sequence[Score]) -> np.ndarray:
     return np.array([np.nan if s.hallucination_score is None else s.hallucination_score for s in scores])
 
 
-def fit_threshold(metric: Metric, items: Sequence[Labelled]) -> float:
+def fit_threshold(metric: Metric, items: Sequence[Labelled], engine: Mapping[str, Any] | None = None,
+                  options: Mapping[str, Any] | None = None) -> float:
     """The F1-optimal threshold of ``metric`` on ``items``, on the metric's own scale."""
-    scores, _ = score_all(metric, items)
+    scores, _ = score_all(metric, items, engine=engine, options=options)
     return _fitted_on(metric, [i.label for i in items], oriented(scores))
 
 
@@ -187,10 +198,12 @@ def bench_metric(
     threshold: float | None = None,
     threshold_source: str | None = None,
     progress: Callable[[], None] | None = None,
+    engine: Mapping[str, Any] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> BenchResult:
     if threshold is None:
         threshold, threshold_source = metric.threshold, "metric default"
-    scores, seconds = score_all(metric, items, progress)
+    scores, seconds = score_all(metric, items, progress, engine, options)
     labels = np.array([i.label for i in items])
     h = oriented(scores)
     values = [s.value for s in scores]
@@ -235,8 +248,11 @@ def run_bench(
     options: Mapping[str, Mapping[str, Any]] | None = None,
     limit: int | None = None,
     progress: Callable[[str, int], Callable[[], None] | None] | None = None,
+    engine: Mapping[str, Any] | None = None,
 ) -> dict[str, BenchResult]:
-    """Bench every metric on ``path``; ``progress(metric_name, total)`` may return a tick callback."""
+    """Bench every metric on ``path``; ``progress(metric_name, total)`` may return a tick callback.
+    ``engine``: where the records are scored, as keywords of :func:`groundtrace.engine.score_stream`
+    (e.g. ``{"engine": "ray", "actors": 2}``; default: this process)."""
     if threshold is not None and threshold_from is not None:
         raise ValueError("give either a threshold or a file to fit one on, not both")
     items = load_labelled(path, limit)
@@ -245,7 +261,9 @@ def run_bench(
     for metric in build_metrics(metrics, options):
         cut, source = threshold, ("given" if threshold is not None else None)
         if reference is not None:
-            cut, source = fit_threshold(metric, reference), f"F1-optimal on {Path(threshold_from).name}"
+            cut = fit_threshold(metric, reference, engine, (options or {}).get(metric.name))
+            source = f"F1-optimal on {Path(threshold_from).name}"
         tick = progress(metric.name, len(items)) if progress else None
-        results[metric.name] = bench_metric(metric, items, threshold=cut, threshold_source=source, progress=tick)
+        results[metric.name] = bench_metric(metric, items, threshold=cut, threshold_source=source, progress=tick,
+                                            engine=engine, options=(options or {}).get(metric.name))
     return results

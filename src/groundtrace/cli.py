@@ -77,6 +77,21 @@ OptionsOption = Annotated[
     Optional[list[str]],
     typer.Option("--option", "-O", help="A metric option as METRIC.KEY=VALUE, e.g. facts.mode=seed (repeatable)."),
 ]
+EngineOption = Annotated[str, typer.Option("--engine", help="local (default): this process; ray: a Ray cluster's actors "
+                                                               "(pip install 'groundtrace[ray]').")]
+AddressOption = Annotated[Optional[str], typer.Option("--address", help="With --engine ray: auto, HOST:PORT or ray://HOST:PORT "
+                                                                        "of an existing cluster (default: a local one).")]
+ActorsOption = Annotated[int, typer.Option("--actors", help="With --engine ray: scoring actors (one CPU each).")]
+BatchSizeOption = Annotated[int, typer.Option("--batch-size", help="With --engine ray: records per actor batch.")]
+
+
+def engine_options(engine: str, address: str | None, actors: int, batch_size: int) -> dict[str, Any]:
+    """What groundtrace.engine.score_stream takes besides the records: the engine, and Ray's settings."""
+    if engine == "ray":
+        return {"engine": "ray", "address": address, "actors": actors, "batch_size": batch_size}
+    if engine != "local":
+        raise typer.BadParameter(f"'{engine}' is not an engine; choose local or ray", param_hint="--engine")
+    return {"engine": "local"}
 
 
 def parse_options(pairs: Sequence[str] | None) -> dict[str, dict[str, Any]]:
@@ -189,21 +204,30 @@ def metrics_command(
     out.print(table)
 
 
+def for_summary(row: ScoredRecord) -> ScoredRecord:
+    """What the tables keep of a scored record (its id, answer and Scores, not its contexts), so a
+    long file or backfill does not hold every context in memory."""
+    from groundtrace.record import Record
+
+    return ScoredRecord(record=Record(id=row.id, answer=row.record.answer), scores=row.scores)
+
+
 def _score_file(input_path: str, metrics: str, output: Path | None, workers: int, options: dict,
-                sinks: str | None = None) -> list[ScoredRecord]:
-    from groundtrace.engine import Evaluator
+                sinks: str | None = None, engine: dict[str, Any] | None = None) -> list[ScoredRecord]:
+    from groundtrace.engine import score_stream
     from groundtrace.io import read_jsonl
     from groundtrace.sinks import emit_all
 
-    evaluator = Evaluator(metrics, workers=workers, options=options)
     built = command_line_sinks(sinks)
     rows: list[ScoredRecord] = []
-    items = list(read_jsonl(input_path))
+    # a file is streamed (counted first, for the progress bar); stdin can only be read once
+    items = list(read_jsonl(input_path)) if input_path == "-" else read_jsonl(input_path)
+    total = len(items) if isinstance(items, list) else _count_lines(input_path)
     sink = open(output, "w", encoding="utf-8") if output else nullcontext(None)
     with sink as handle, _progress() as progress:
-        task = progress.add_task("scoring", total=len(items))
-        for row in evaluator.iter_evaluate(items):
-            rows.append(row)
+        task = progress.add_task("scoring", total=total)
+        for row in score_stream(items, metrics, options=options, workers=workers, **(engine or {})):
+            rows.append(for_summary(row))
             emit_all(built, row.record, row.scores)
             if handle:
                 handle.write(row.model_dump_json() + "\n")
@@ -262,30 +286,31 @@ def command_line_sinks(names: str | None, settings: Any = None) -> list[Any]:
 
 
 def _backfill(spec: str, metrics: str, output: Path | None, workers: int, options: dict, sinks: str | None,
-              filters: Any, rescore: bool, source_options: dict[str, Any]) -> tuple[list[ScoredRecord], Any]:
+              filters: Any, rescore: bool, source_options: dict[str, Any],
+              engine: dict[str, Any]) -> tuple[list[ScoredRecord], Any]:
     from groundtrace.backfill import backfill
     from groundtrace.config import Settings
-    from groundtrace.engine import Evaluator
-    from groundtrace.record import Record
+    from groundtrace.engine import metric_specs, score_stream
     from groundtrace.sources import open_source
 
     settings = Settings.from_env()
     source = open_source(spec, settings, **source_options)
-    evaluator = Evaluator(metrics, workers=workers, options=options)
+    names = [name for name, _ in metric_specs(metrics, options, settings)]
     if sinks is None:  # by default the scores go back to the platform they were read from
         sinks = source.sink or ""
     built = command_line_sinks(sinks, settings)
-    kept: list[ScoredRecord] = []  # the summary needs the scores, not the texts
+    kept: list[ScoredRecord] = []
     with _progress() as progress:
         task = progress.add_task(f"scoring {source.spec}", total=filters.limit)
 
         def done(row: ScoredRecord) -> None:
-            kept.append(ScoredRecord(record=Record(id=row.id, answer=row.record.answer), scores=row.scores))
+            kept.append(for_summary(row))
             progress.advance(task)
 
         try:
-            summary = backfill(source, [m.name for m in evaluator.metrics],
-                               lambda records, select: evaluator.iter_evaluate(records, select=select),
+            summary = backfill(source, names,
+                               lambda records, select: score_stream(records, names, options=options, workers=workers,
+                                                                    select=select, **engine),
                                filters=filters, sinks=built, output=output, rescore=rescore, on_result=done)
         finally:
             for sink in built:
@@ -295,6 +320,11 @@ def _backfill(spec: str, metrics: str, output: Path | None, workers: int, option
                     console.print(f"[yellow]closing sink {sink.name} failed:[/yellow] {error}")
             source.close()
     return kept, summary
+
+
+def _count_lines(path: str) -> int:
+    with open(path, "rb") as handle:
+        return sum(1 for line in handle if line.strip())
 
 
 @app.command("score")
@@ -313,24 +343,29 @@ def score_command(
     sinks: Annotated[Optional[str], typer.Option(help="Where the scores go besides -o: sink names (jsonl, otel, phoenix, mlflow, langfuse, langsmith), comma-separated, or none. With --from the default is the source's own platform.")] = None,
     source_option: Annotated[Optional[list[str]], typer.Option("--source-option", "-S", help="With --from: a source option as KEY=VALUE, e.g. page_size=500 or match=metadata (mlflow) (repeatable).")] = None,
     rescore: Annotated[bool, typer.Option("--rescore", help="With --from: score again what is already scored (on the platform or in -o, which is rewritten).")] = False,
+    engine: EngineOption = "local",
+    address: AddressOption = None,
+    actors: ActorsOption = 2,
+    batch_size: BatchSizeOption = 64,
 ) -> None:
     """Score every record of a JSONL file, or the logged requests of a platform (--from), and print a per-metric summary."""
     if (input_path is None) == (source is None):
         console.print("[red]error:[/red] give a JSONL file or --from SOURCE (one of the two)")
         raise typer.Exit(2)
     summary = None
+    ray = engine_options(engine, address, actors, batch_size)
     try:
         if source is not None:
             from groundtrace.sources import SourceFilter
 
             filters = SourceFilter(since=parse_when(since), until=parse_when(until), limit=limit, metadata=parse_where(where))
             rows, summary = _backfill(source, metrics, output, workers, parse_options(option), sinks, filters, rescore,
-                                      parse_source_options(source_option))
+                                      parse_source_options(source_option), ray)
         else:
-            rows = _score_file(input_path, metrics, output, workers, parse_options(option), sinks)
+            rows = _score_file(input_path, metrics, output, workers, parse_options(option), sinks, ray)
     except typer.BadParameter:
         raise
-    except (KeyError, ValueError, FileNotFoundError, RuntimeError, ImportError) as error:
+    except (KeyError, ValueError, FileNotFoundError, RuntimeError, ImportError, ConnectionError) as error:
         console.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2) from None
     if show:
@@ -356,6 +391,10 @@ def bench_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object keyed by metric name.")] = False,
     limit: Annotated[Optional[int], typer.Option(help="Use only the first N records.")] = None,
     option: OptionsOption = None,
+    engine: EngineOption = "local",
+    address: AddressOption = None,
+    actors: ActorsOption = 2,
+    batch_size: BatchSizeOption = 64,
 ) -> None:
     """Measure metrics against labels: precision, recall, F1, ROC AUC, balanced accuracy, speed."""
     from groundtrace.bench import run_bench
@@ -367,8 +406,9 @@ def bench_command(
 
         try:
             results = run_bench(input_path, metrics, threshold=threshold, threshold_from=threshold_from,
-                                options=parse_options(option), limit=limit, progress=tick)
-        except (KeyError, ValueError, FileNotFoundError) as error:
+                                options=parse_options(option), limit=limit, progress=tick,
+                                engine=engine_options(engine, address, actors, batch_size))
+        except (KeyError, ValueError, FileNotFoundError, ImportError, ConnectionError) as error:
             console.print(f"[red]error:[/red] {error}")
             raise typer.Exit(2) from None
     if as_json:

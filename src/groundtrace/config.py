@@ -12,7 +12,9 @@ Everything else receives a :class:`Settings` (or plain arguments) and reads no e
     GROUNDTRACE_WORKERS          background scoring threads (default 1)
     GROUNDTRACE_METRIC_TIMEOUT_S seconds one metric may take on one record (default 30)
     GROUNDTRACE_OPTIONS          metric options as JSON, e.g. {"facts": {"mode": "seed"}}
-    GROUNDTRACE_ISOLATION        auto (default), process or thread: where the metrics run (see Monitor)
+    GROUNDTRACE_ISOLATION        auto (default), process, thread or ray: where the metrics run (see Monitor)
+    GROUNDTRACE_RAY_ADDRESS      a Ray cluster (auto, HOST:PORT or ray://HOST:PORT): the Monitor scores on
+                                 its actors (isolation "ray" unless GROUNDTRACE_ISOLATION says otherwise)
     GROUNDTRACE_JSONL_PATH       where the jsonl sink writes (default groundtrace-scores.jsonl)
     GROUNDTRACE_PROGRESS         1: the command line shows progress bars even when not on a terminal
     GROUNDTRACE_JUDGE_MODEL      the LLM judge's model; setting it adds faithfulness to the default metrics
@@ -126,6 +128,7 @@ class Settings:
     metric_timeout_s: float = 30.0
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     isolation: str = "auto"
+    ray_address: str | None = None
     jsonl_path: str = DEFAULT_JSONL_PATH
     progress: bool = False
     judge: JudgeSettings = field(default_factory=JudgeSettings)
@@ -163,6 +166,7 @@ class Settings:
             metric_timeout_s=number("GROUNDTRACE_METRIC_TIMEOUT_S", defaults.metric_timeout_s, float),
             options=parsed_options,
             isolation=_text(env, "GROUNDTRACE_ISOLATION") or defaults.isolation,
+            ray_address=_text(env, "GROUNDTRACE_RAY_ADDRESS"),
             jsonl_path=env.get("GROUNDTRACE_JSONL_PATH") or defaults.jsonl_path,
             progress=parse_flag(env.get("GROUNDTRACE_PROGRESS")) is True,
             judge=judge,

@@ -9,12 +9,26 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from groundtrace.config import Settings, default_metrics
-from groundtrace.metrics import Metric, get_metric
+from groundtrace.metrics import Metric, get_metric, metric_class
 from groundtrace.record import InvalidRecord, Record, coerce_record, placeholder_record
 from groundtrace.score import ScoredRecord
 
 #: which metrics (by name) to run on a record; None: every selected metric
 Selector = Callable[[Record], "Collection[str] | None"]
+
+
+def _selected(
+    metrics: Sequence[str | Metric] | str | None,
+    options: Mapping[str, Mapping[str, Any]] | None,
+    settings: Settings | None,
+) -> list[str | Metric]:
+    if isinstance(metrics, str):
+        metrics = [m.strip() for m in metrics.split(",") if m.strip()]
+    metrics = list(metrics or default_metrics(settings))
+    unknown = set(options or {}) - {m if isinstance(m, str) else m.name for m in metrics}
+    if unknown:
+        raise ValueError(f"options given for metrics that are not selected: {', '.join(sorted(unknown))}")
+    return metrics
 
 
 def build_metrics(
@@ -24,14 +38,27 @@ def build_metrics(
 ) -> list[Metric]:
     """Metric instances from names or instances; ``options`` maps a metric name to its keyword
     arguments. With no metrics, ``default_metrics(settings)`` (the environment's, without settings)."""
-    if isinstance(metrics, str):
-        metrics = [m.strip() for m in metrics.split(",") if m.strip()]
     options = options or {}
-    metrics = metrics or default_metrics(settings)
-    unknown = set(options) - {m if isinstance(m, str) else m.name for m in metrics}
-    if unknown:
-        raise ValueError(f"options given for metrics that are not selected: {', '.join(sorted(unknown))}")
-    return [get_metric(m, **options.get(m, {})) if isinstance(m, str) else m for m in metrics]
+    return [get_metric(m, **options.get(m, {})) if isinstance(m, str) else m
+            for m in _selected(metrics, options, settings)]
+
+
+def metric_specs(
+    metrics: Sequence[str] | str | None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    settings: Settings | None = None,
+) -> list[tuple[str, dict[str, Any]]]:
+    """(name, options) of each metric, checked like :func:`build_metrics` but without building (or
+    loading the model of) any: what another process needs to rebuild them with ``build_metrics``."""
+    options = options or {}
+    specs = []
+    for metric in _selected(metrics, options, settings):
+        if not isinstance(metric, str):
+            raise ValueError(f"metric {metric.name!r} is an instance; another process can only rebuild metrics "
+                             "given by name (pass its name, and its arguments as options)")
+        metric_class(metric)  # an unknown name fails here, naming the available ones
+        specs.append((metric, dict(options.get(metric, {}))))
+    return specs
 
 
 class Evaluator:
@@ -52,15 +79,19 @@ class Evaluator:
         self.metrics = build_metrics(metrics, options)
         self.workers = max(1, int(workers))
 
-    def score_one(self, item: Record | Mapping[str, Any] | Any, select: Selector | None = None) -> ScoredRecord:
-        """``select(record)``: the names of the metrics to run on this record (None: all)."""
+    def score_one(self, item: Record | Mapping[str, Any] | Any, metrics: Sequence[Metric] | None = None,
+                  select: Selector | None = None) -> ScoredRecord:
+        """``item`` scored by ``metrics`` (default: all of this Evaluator's), of which ``select(record)``
+        names those to run on this record (None: all)."""
+        metrics = self.metrics if metrics is None else metrics
         try:
             record = coerce_record(item)
         except InvalidRecord:
             record = placeholder_record(item)
-            return ScoredRecord(record=record, scores=[m.score(item) for m in self.metrics])
+            return ScoredRecord(record=record, scores=[m.score(item) for m in metrics])
         wanted = select(record) if select is not None else None
-        metrics = self.metrics if wanted is None else [m for m in self.metrics if m.name in wanted]
+        if wanted is not None:
+            metrics = [m for m in metrics if m.name in wanted]
         return ScoredRecord(record=record, scores=[m.score(record) for m in metrics])
 
     def iter_evaluate(
@@ -69,7 +100,7 @@ class Evaluator:
     ) -> Iterator[ScoredRecord]:
         if self.workers == 1:
             for item in records:
-                result = self.score_one(item, select)
+                result = self.score_one(item, select=select)
                 if on_result:
                     on_result(result)
                 yield result
@@ -77,7 +108,7 @@ class Evaluator:
         with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="groundtrace") as pool:
             pending: deque[Future[ScoredRecord]] = deque()
             for item in records:
-                pending.append(pool.submit(self.score_one, item, select))
+                pending.append(pool.submit(self.score_one, item, None, select))
                 if len(pending) >= self.workers * 4:
                     yield self._done(pending.popleft(), on_result)
             while pending:
@@ -106,3 +137,34 @@ def evaluate(
 ) -> list[ScoredRecord]:
     """Score ``records`` (Records or mappings) with ``metrics`` (default: ``default_metrics()``, i.e. grounding)."""
     return Evaluator(metrics, workers=workers, options=options).evaluate(records)
+
+
+ENGINES = ("local", "ray")
+
+
+def score_stream(
+    items: Iterable[Any],
+    metrics: Sequence[str | Metric] | str | None = None,
+    *,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    engine: str = "local",
+    workers: int = 1,
+    on_result: Callable[[ScoredRecord], None] | None = None,
+    select: Selector | None = None,
+    **ray_options: Any,
+) -> Iterator[ScoredRecord]:
+    """Score ``items`` on the chosen engine, in input order: the one place the command line, the
+    bench and any other batch path choose between the local Evaluator and Ray.
+
+    ``engine="local"`` (default): an :class:`Evaluator` with ``workers`` threads. ``engine="ray"``:
+    :func:`groundtrace.ray.score_records`, which takes ``ray_options`` (``address``, ``actors``,
+    ``batch_size``, ...) and metrics by name only. ``select(record)``: the metrics to run on a record."""
+    if engine == "local":
+        if ray_options:
+            raise ValueError(f"{', '.join(sorted(ray_options))}: options of the ray engine, not of the local one")
+        return Evaluator(metrics, workers=workers, options=options).iter_evaluate(items, on_result, select)
+    if engine == "ray":
+        from groundtrace.ray import score_records
+
+        return score_records(items, metrics, options=options, on_result=on_result, select=select, **ray_options)
+    raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")

@@ -38,15 +38,30 @@ EXCLUDE_KEYS = ("groundtrace_exclude", "groundtrace.exclude")
 _STOP = object()
 
 
-def _isolation(requested: str, metrics: Any) -> str:
-    if requested not in ("auto", "process", "thread"):
-        raise ValueError(f"isolation must be 'auto', 'process' or 'thread', got {requested!r}")
+ISOLATIONS = ("auto", "process", "thread", "ray")
+
+
+def _isolation(requested: str, metrics: Any, ray_address: str | None = None) -> str:
+    if requested not in ISOLATIONS:
+        raise ValueError(f"isolation must be one of {', '.join(map(repr, ISOLATIONS))}, got {requested!r}")
     names_only = metrics is None or isinstance(metrics, str) or all(isinstance(m, str) for m in metrics)
-    if requested == "process" and not names_only:
-        raise ValueError("isolation='process' needs metrics given by name (instances cannot move to another process)")
+    if requested in ("process", "ray") and not names_only:
+        raise ValueError(f"isolation={requested!r} needs metrics given by name (instances cannot move to another process)")
+    if requested == "auto" and ray_address:
+        return "ray" if names_only else "thread"
     if requested == "auto":
         return "process" if names_only and os.name == "posix" else "thread"
     return requested
+
+
+def _scorer(isolation: str, specs: list[tuple[str, Any]], ray_address: str | None) -> ScoringProcess | None:
+    if isolation == "process":
+        return ScoringProcess(specs)
+    if isolation == "ray":
+        from groundtrace.ray.live import RayScorer
+
+        return RayScorer(specs, ray_address)
+    return None
 
 
 def check_sample_rate(rate: float) -> None:
@@ -106,7 +121,13 @@ class Monitor:
     competes with the application for its GIL (a hung metric's process is killed and restarted);
     "thread" scores in this process (a hung metric's thread is abandoned, since Python cannot kill
     a thread). "auto" (default) takes "process" when every metric is given by name on a POSIX
-    system, "thread" otherwise (metric instances cannot be rebuilt in another process).
+    system, "thread" otherwise (metric instances cannot be rebuilt in another process). "ray" hands
+    each batch to a Ray actor on the cluster at ``ray_address`` ("auto", "HOST:PORT",
+    "ray://HOST:PORT"; None: ``settings.ray_address``, i.e. GROUNDTRACE_RAY_ADDRESS, else a local
+    cluster), one actor per worker, through a child process that is the Ray driver (so the
+    application never joins the cluster); the sinks still run here. When the cluster is unreachable
+    or stops, the batch's records get error Scores and count as failed; the application sees
+    nothing. Settings with a ray address make "auto" mean "ray" (needs the ``ray`` extra).
     """
 
     @classmethod
@@ -135,6 +156,7 @@ class Monitor:
         batch_size: int = 64,
         flush_at_exit: bool = True,
         settings: Settings | None = None,
+        ray_address: str | None = None,
     ) -> None:
         from groundtrace.sinks import build_sinks, register_trace_links
 
@@ -142,7 +164,8 @@ class Monitor:
         self.metrics = build_metrics(metrics, options, settings)
         self.sinks = build_sinks(sinks, settings)
         register_trace_links(self.sinks)
-        self.isolation = _isolation(isolation, metrics)
+        ray_address = ray_address or (settings.ray_address if settings is not None else None)
+        self.isolation = _isolation(isolation, metrics, ray_address)
         specs = [(m.name, (options or {}).get(m.name, {})) for m in self.metrics]
         self.sample_rate = sample_rate
         self.metric_timeout_s = metric_timeout_s
@@ -157,7 +180,7 @@ class Monitor:
         self._closed = False
         slots = max(1, workers) * max(1, len(self.metrics)) * 2
         self._metric_pool = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="groundtrace-metric")
-        self._scorers = [ScoringProcess(specs) if self.isolation == "process" else None for _ in range(max(1, workers))]
+        self._scorers = [_scorer(self.isolation, specs, ray_address) for _ in range(max(1, workers))]
         self._workers = [
             threading.Thread(target=self._work, args=(scorer,), name=f"groundtrace-worker-{i}", daemon=True)
             for i, scorer in enumerate(self._scorers)

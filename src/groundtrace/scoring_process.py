@@ -42,7 +42,7 @@ class ScoringProcess:
         env["PYTHONPATH"] = os.pathsep.join(paths)
         env["PYTHONUNBUFFERED"] = "1"
         proc = subprocess.Popen(
-            [sys.executable, "-m", "groundtrace.scoring_process", json.dumps(self.specs)],
+            self._command(),
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, text=True, encoding="utf-8", env=env,
         )
         line = self._read_line(proc, self.start_timeout_s)
@@ -50,6 +50,9 @@ class ScoringProcess:
             self._kill(proc)
             raise RuntimeError(f"the scoring process did not start: {line!r}")
         return proc
+
+    def _command(self) -> list[str]:
+        return [sys.executable, "-m", "groundtrace.scoring_process", json.dumps(self.specs)]
 
     def _process(self) -> subprocess.Popen[str]:
         if self._proc is None or self._proc.poll() is not None:

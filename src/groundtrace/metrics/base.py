@@ -50,6 +50,9 @@ class Metric:
     # 100,000 characters is a bug upstream, not an answer.
     default_max_answer_chars: ClassVar[int] = 100_000
     default_max_context_chars: ClassVar[int] = 1_000_000
+    # True for metrics that mostly wait on a network endpoint (the LLM judges): the Ray engine's
+    # actors run them for many records at once, under a bound, instead of one record at a time.
+    waits_on_io: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -139,11 +142,14 @@ class Metric:
                 )
         return None
 
-    def error(self, message: str, record_id: str | None = None, started: float | None = None) -> Score:
+    @classmethod
+    def error(cls, message: str, record_id: str | None = None, started: float | None = None) -> Score:
+        """An error Score; a classmethod, so a driver that never loads the metric (the Ray engine's,
+        for a record its actors could not score) still makes the same Score."""
         return Score(
-            metric=self.name,
+            metric=cls.name,
             value=None,
-            higher_is_better=self.higher_is_better,
+            higher_is_better=cls.higher_is_better,
             error=message,
             reason=message,
             latency_ms=_elapsed_ms(started) if started is not None else None,

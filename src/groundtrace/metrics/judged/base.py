@@ -112,6 +112,7 @@ class JudgeMetric(Metric):
     """Base class of the judge metrics: subclasses implement :meth:`judge` with ``run.ask``."""
 
     requires: ClassVar[tuple[str, ...]] = ("answer", "contexts")
+    waits_on_io: ClassVar[bool] = True  # bound by the endpoint's latency, not by this machine's CPU
     #: the prompt files this metric uses (checked to exist when the metric is built)
     prompt_files: ClassVar[tuple[str, ...]] = ()
 

@@ -1,0 +1,62 @@
+"""`groundtrace score/bench --engine ray` print the same numbers as the local engine."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from groundtrace.cli import app
+from groundtrace.score import ScoredRecord
+from tests.ray.synthetic import records
+
+pytest.importorskip("ray", reason="the ray extra is not installed: pip install 'groundtrace[ray]'")
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def answers(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ray-cli") / "answers.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records(120, seed=21)), encoding="utf-8")
+    return path
+
+
+def _scores(path):
+    rows = [ScoredRecord.model_validate_json(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return [(r.id, [(s.metric, s.value, s.hallucinated, [sp.model_dump() for sp in s.spans]) for s in r.scores])
+            for r in rows]
+
+
+def test_score_with_the_ray_engine_writes_what_the_local_engine_writes(cluster, answers, tmp_path):
+    outputs = {}
+    for engine in ("local", "ray"):
+        outputs[engine] = tmp_path / f"{engine}.jsonl"
+        result = runner.invoke(app, ["score", str(answers), "-m", "lexical,grounding", "-o", str(outputs[engine]),
+                                     "--engine", engine, "--actors", "2", "--batch-size", "16"])
+        assert result.exit_code == 0, result.output
+        summary = result.stdout
+        assert "lexical" in summary and "grounding" in summary
+    assert _scores(outputs["ray"]) == _scores(outputs["local"])
+    assert len(_scores(outputs["ray"])) == 120
+
+
+def test_bench_with_the_ray_engine_gives_the_local_numbers(cluster, answers):
+    reports = {}
+    for engine in ("local", "ray"):
+        result = runner.invoke(app, ["bench", str(answers), "-m", "lexical,grounding", "--json", "--engine", engine,
+                                     "--actors", "2", "--batch-size", "16"])
+        assert result.exit_code == 0, result.output
+        reports[engine] = json.loads(result.stdout)
+    for name in ("lexical", "grounding"):
+        local, remote = reports["local"][name], reports["ray"][name]
+        for key in ("n", "errors", "positives", "auc", "f1", "precision", "recall", "balanced_accuracy", "threshold",
+                    "oracle", "spans"):
+            assert remote[key] == local[key], (name, key)
+    assert reports["ray"]["grounding"]["auc"] > 0.5
+
+
+def test_an_unknown_engine_is_refused(answers):
+    result = runner.invoke(app, ["score", str(answers), "--engine", "spark"])
+    assert result.exit_code == 2
+    assert "not an engine" in result.output
