@@ -63,9 +63,9 @@ C = "c" * 32
 D = "d" * 32
 
 
-@pytest.fixture()
-def spans_file(tmp_path: Path) -> Path:
-    spans = [
+def spans_for_backfill() -> list[dict]:
+    """Four traces: A and D are RAG requests, B is not (no retrieval), C already carries lexical."""
+    return [
         *rag_trace(A, T0, "How much is the dorm?", ["The dorm costs 1,879 roubles a month."],
                    "The dorm costs 1,879 roubles a month."),
         # a chain without retrieval: not a RAG request
@@ -79,7 +79,11 @@ def spans_file(tmp_path: Path) -> Path:
         *rag_trace(D, T0 + 3 * DAY, "Who runs the canteen?", ["The canteen is run by Vesta LLC."],
                    "The canteen is run by Vesta LLC since 1990."),
     ]
-    return write_otlp(tmp_path / "spans.jsonl", spans)
+
+
+@pytest.fixture()
+def spans_file(tmp_path: Path) -> Path:
+    return write_otlp(tmp_path / "spans.jsonl", spans_for_backfill())
 
 
 def test_otel_json_reads_each_request_once_with_its_ids_and_skips_what_is_not_rag(spans_file: Path) -> None:

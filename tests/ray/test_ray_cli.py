@@ -60,3 +60,25 @@ def test_an_unknown_engine_is_refused(answers):
     result = runner.invoke(app, ["score", str(answers), "--engine", "spark"])
     assert result.exit_code == 2
     assert "not an engine" in result.output
+
+
+def test_score_from_a_source_on_ray_scores_what_the_local_engine_scores(cluster, tmp_path):
+    """score --from on Ray: the same Scores, the same per-metric skips (a trace that carries lexical
+    is scored for facts only), the same counts."""
+    from tests.test_backfill import write_otlp, spans_for_backfill
+
+    spans = write_otlp(tmp_path / "spans.jsonl", spans_for_backfill())
+    outputs, lines = {}, {}
+    for engine in ("local", "ray"):
+        outputs[engine] = tmp_path / f"{engine}.jsonl"
+        result = runner.invoke(app, ["score", "--from", f"otel-json:{spans}", "-m", "lexical,facts", "-O", "facts.mode=seed",
+                                     "-o", str(outputs[engine]), "--engine", engine, "--actors", "2", "--batch-size", "2"])
+        assert result.exit_code == 0, result.output
+        text = " ".join(result.output.split())
+        lines[engine] = text[text.index("read 4 requests"):text.index(" failed") + len(" failed")]
+    assert _scores(outputs["ray"]) == _scores(outputs["local"])
+    assert [(rid, [m for m, *_ in scores]) for rid, scores in _scores(outputs["ray"])] == [
+        ("a" * 32, ["lexical", "facts"]), ("c" * 32, ["facts"]), ("d" * 32, ["lexical", "facts"])]
+    assert lines["ray"] == lines["local"]
+    assert lines["ray"] == ("read 4 requests: 0 filtered out, 1 not RAG requests (1 no retrieval), 0 already scored, "
+                            "0 already in the output, 3 scored, 0 failed")
