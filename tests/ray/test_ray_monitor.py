@@ -70,9 +70,9 @@ def test_ten_thousand_submits_from_eight_threads_all_settle(cluster):
 def test_settings_with_a_ray_address_choose_ray_isolation():
     settings = Settings.from_env({"GROUNDTRACE_RAY_ADDRESS": "127.0.0.1:1", "GROUNDTRACE_METRICS": "lexical"})
     assert settings.ray_address == "127.0.0.1:1"
-    with settings.monitor(flush_at_exit=False) as monitor:
+    with Monitor.from_settings(settings, flush_at_exit=False) as monitor:
         assert monitor.isolation == "ray"
-    with settings.monitor(isolation="thread", flush_at_exit=False) as monitor:
+    with Monitor.from_settings(settings, isolation="thread", flush_at_exit=False) as monitor:
         assert monitor.isolation == "thread"
 
 
