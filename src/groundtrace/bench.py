@@ -21,7 +21,7 @@ import numpy as np
 
 from groundtrace.classification import best_f1_threshold, confusion, roc_auc
 from groundtrace.engine import build_metrics, score_stream
-from groundtrace.io import read_jsonl
+from groundtrace.io import read_records
 from groundtrace.metrics import Metric
 from groundtrace.record import InvalidInput
 from groundtrace.score import Score
@@ -36,7 +36,7 @@ class Labelled:
 
 def load_labelled(path: str | Path, limit: int | None = None) -> list[Labelled]:
     items: list[Labelled] = []
-    for row in read_jsonl(path):
+    for row in read_records(path):
         if isinstance(row, InvalidInput):
             raise ValueError(f"{path}: {row.message}")
         label = row.get("label")

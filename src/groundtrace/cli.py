@@ -215,14 +215,14 @@ def for_summary(row: ScoredRecord) -> ScoredRecord:
 def _score_file(input_path: str, metrics: str, output: Path | None, workers: int, options: dict,
                 sinks: str | None = None, engine: dict[str, Any] | None = None) -> list[ScoredRecord]:
     from groundtrace.engine import score_stream
-    from groundtrace.io import read_jsonl
+    from groundtrace.io import count_records, read_jsonl, read_records
     from groundtrace.sinks import emit_all
 
     built = command_line_sinks(sinks)
     rows: list[ScoredRecord] = []
     # a file is streamed (counted first, for the progress bar); stdin can only be read once
-    items = list(read_jsonl(input_path)) if input_path == "-" else read_jsonl(input_path)
-    total = len(items) if isinstance(items, list) else _count_lines(input_path)
+    items = list(read_jsonl(input_path)) if input_path == "-" else read_records(input_path)
+    total = len(items) if isinstance(items, list) else count_records(input_path)
     sink = open(output, "w", encoding="utf-8") if output else nullcontext(None)
     with sink as handle, _progress() as progress:
         task = progress.add_task("scoring", total=total)
@@ -322,14 +322,9 @@ def _backfill(spec: str, metrics: str, output: Path | None, workers: int, option
     return kept, summary
 
 
-def _count_lines(path: str) -> int:
-    with open(path, "rb") as handle:
-        return sum(1 for line in handle if line.strip())
-
-
 @app.command("score")
 def score_command(
-    input_path: Annotated[Optional[str], typer.Argument(help="JSONL of records (question, contexts, answer, ...); - for stdin. Or use --from.")] = None,
+    input_path: Annotated[Optional[str], typer.Argument(help="JSONL (or .parquet) of records (question, contexts, answer, ...); - for stdin. Or use --from.")] = None,
     source: Annotated[Optional[str], typer.Option("--from", help="Score logged requests instead of a file: otel-json:PATH, phoenix:PROJECT, mlflow:EXPERIMENT, langfuse[:PROJECT], langsmith:PROJECT.")] = None,
     metrics: MetricsOption = "",
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Where to write scored records (JSONL). With --from, appended to: a rerun skips the ids already there.")] = None,

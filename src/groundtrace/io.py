@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from groundtrace._extras import missing_extra
 from groundtrace.record import InvalidInput
 from groundtrace.score import ScoredRecord
 
@@ -31,6 +32,36 @@ def read_jsonl(path: str | Path) -> Iterator[dict[str, Any] | InvalidInput]:
                 yield InvalidInput(id=f"line-{number}", message=f"line {number} is a JSON {type(value).__name__}, not an object")
                 continue
             yield value
+
+
+def is_parquet(path: str | Path) -> bool:
+    return str(path).lower().endswith((".parquet", ".pq"))
+
+
+def read_records(path: str | Path) -> Iterator[dict[str, Any] | InvalidInput]:
+    """Records from JSON Lines, or from Parquet when the name ends in .parquet (one row per record,
+    columns named like the JSON fields)."""
+    return read_parquet(path) if is_parquet(path) else read_jsonl(path)
+
+
+def read_parquet(path: str | Path, batch_rows: int = 1024) -> Iterator[dict[str, Any]]:
+    """One mapping per row, read a batch of rows at a time, so a file of any size streams."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as error:
+        raise missing_extra("parquet", "reading Parquet files", error) from None
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=batch_rows):
+        yield from batch.to_pylist()
+
+
+def count_records(path: str | Path) -> int:
+    """How many records a file holds (for a progress bar), without reading them into memory."""
+    if is_parquet(path):
+        import pyarrow.parquet as pq
+
+        return pq.ParquetFile(path).metadata.num_rows
+    with open(path, "rb") as handle:
+        return sum(1 for line in handle if line.strip())
 
 
 def write_jsonl(rows: Iterable[ScoredRecord], handle: TextIO) -> int:

@@ -82,3 +82,20 @@ def test_score_from_a_source_on_ray_scores_what_the_local_engine_scores(cluster,
     assert lines["ray"] == lines["local"]
     assert lines["ray"] == ("read 4 requests: 0 filtered out, 1 not RAG requests (1 no retrieval), 0 already scored, "
                             "0 already in the output, 3 scored, 0 failed")
+
+
+def test_parquet_in_on_ray_scores_what_jsonl_does_locally(cluster, answers, tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    rows = [json.loads(line) for line in answers.read_text(encoding="utf-8").splitlines()]
+    parquet = tmp_path / "answers.parquet"
+    pq.write_table(pa.Table.from_pylist(rows), parquet, row_group_size=50)
+    outputs = {}
+    for name, path, engine in (("local", answers, "local"), ("ray", parquet, "ray")):
+        outputs[name] = tmp_path / f"{name}.jsonl"
+        result = runner.invoke(app, ["score", str(path), "-m", "lexical", "-o", str(outputs[name]), "--engine", engine,
+                                     "--batch-size", "16"])
+        assert result.exit_code == 0, result.output
+    assert _scores(outputs["ray"]) == _scores(outputs["local"])
+    assert len(_scores(outputs["ray"])) == 120
