@@ -12,7 +12,7 @@ from datetime import datetime, timedelta, timezone
 from importlib import resources
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -22,6 +22,9 @@ from typer.core import TyperGroup
 
 from groundtrace.config import Settings
 from groundtrace.score import ScoredRecord
+
+if TYPE_CHECKING:
+    from groundtrace.tally import Tally
 
 COMMANDS_GROUP = "groundtrace.commands"  # entry points: sub-commands from other distributions
 
@@ -131,24 +134,22 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-def summary_table(rows: Sequence[ScoredRecord], title: str = "Scores") -> Table:
+def summary_table(rows: Tally | Sequence[ScoredRecord], title: str = "Scores") -> Table:
+    from groundtrace.tally import Tally
+
+    tally = rows if isinstance(rows, Tally) else Tally.of(rows)
     table = Table(title=title)
     for column in ("metric", "direction", "records", "errors", "mean", "flagged", "mean ms"):
         table.add_column(column, justify="left" if column in ("metric", "direction") else "right")
-    metrics = list(dict.fromkeys(s.metric for r in rows for s in r.scores))
-    for name in metrics:
-        scores = [s for r in rows for s in r.scores if s.metric == name]
-        ok = [s for s in scores if s.ok]
-        flagged = sum(1 for s in ok if s.hallucinated)
-        latency = [s.latency_ms for s in scores if s.latency_ms is not None]
+    for name, metric in tally.metrics.items():
         table.add_row(
             name,
-            "higher = grounded" if scores[0].higher_is_better else "higher = hallucinated",
-            str(len(scores)),
-            str(len(scores) - len(ok)),
-            _fmt(sum(s.value for s in ok) / len(ok) if ok else None),
-            f"{flagged}/{len(ok)}",
-            _fmt(sum(latency) / len(latency) if latency else None, 1),
+            "higher = grounded" if metric.higher_is_better else "higher = hallucinated",
+            str(metric.records),
+            str(metric.errors),
+            _fmt(metric.mean),
+            f"{metric.flagged}/{metric.ok}",
+            _fmt(metric.mean_latency_ms, 1),
         )
     return table
 
@@ -204,22 +205,15 @@ def metrics_command(
     out.print(table)
 
 
-def for_summary(row: ScoredRecord) -> ScoredRecord:
-    """What the tables keep of a scored record (its id, answer and Scores, not its contexts), so a
-    long file or backfill does not hold every context in memory."""
-    from groundtrace.record import Record
-
-    return ScoredRecord(record=Record(id=row.id, answer=row.record.answer), scores=row.scores)
-
-
 def _score_file(input_path: str, metrics: str, output: Path | None, workers: int, options: dict,
-                sinks: str | None = None, engine: dict[str, Any] | None = None) -> list[ScoredRecord]:
+                sinks: str | None = None, engine: dict[str, Any] | None = None, keep: int = 0) -> Tally:
     from groundtrace.engine import score_stream
     from groundtrace.io import count_records, read_jsonl, read_records
     from groundtrace.sinks import emit_all
+    from groundtrace.tally import Tally
 
     built = command_line_sinks(sinks)
-    rows: list[ScoredRecord] = []
+    tally = Tally(keep=keep)
     # a file is streamed (counted first, for the progress bar); stdin can only be read once
     items = list(read_jsonl(input_path)) if input_path == "-" else read_records(input_path)
     total = len(items) if isinstance(items, list) else count_records(input_path)
@@ -227,14 +221,14 @@ def _score_file(input_path: str, metrics: str, output: Path | None, workers: int
     with sink as handle, _progress() as progress:
         task = progress.add_task("scoring", total=total)
         for row in score_stream(items, metrics, options=options, workers=workers, **(engine or {})):
-            rows.append(for_summary(row))
+            tally.add(row)
             emit_all(built, row.record, row.scores)
             if handle:
                 handle.write(row.model_dump_json() + "\n")
             progress.advance(task)
     for built_sink in built:
         built_sink.close()
-    return rows
+    return tally
 
 
 SINCE_HELP = ("ISO date or time (UTC unless it names a zone), or an age such as 7d, 12h, 30m")
@@ -287,11 +281,12 @@ def command_line_sinks(names: str | None, settings: Any = None) -> list[Any]:
 
 def _backfill(spec: str, metrics: str, output: Path | None, workers: int, options: dict, sinks: str | None,
               filters: Any, rescore: bool, source_options: dict[str, Any],
-              engine: dict[str, Any]) -> tuple[list[ScoredRecord], Any]:
+              engine: dict[str, Any], keep: int = 0) -> tuple[Tally, Any]:
     from groundtrace.backfill import backfill
     from groundtrace.config import Settings
     from groundtrace.engine import metric_specs, score_stream
     from groundtrace.sources import open_source
+    from groundtrace.tally import Tally
 
     settings = Settings.from_env()
     source = open_source(spec, settings, **source_options)
@@ -299,12 +294,12 @@ def _backfill(spec: str, metrics: str, output: Path | None, workers: int, option
     if sinks is None:  # by default the scores go back to the platform they were read from
         sinks = source.sink or ""
     built = command_line_sinks(sinks, settings)
-    kept: list[ScoredRecord] = []
+    tally = Tally(keep=keep)
     with _progress() as progress:
         task = progress.add_task(f"scoring {source.spec}", total=filters.limit)
 
         def done(row: ScoredRecord) -> None:
-            kept.append(for_summary(row))
+            tally.add(row)
             progress.advance(task)
 
         try:
@@ -319,7 +314,7 @@ def _backfill(spec: str, metrics: str, output: Path | None, workers: int, option
                 except Exception as error:
                     console.print(f"[yellow]closing sink {sink.name} failed:[/yellow] {error}")
             source.close()
-    return kept, summary
+    return tally, summary
 
 
 @app.command("score")
@@ -354,25 +349,25 @@ def score_command(
             from groundtrace.sources import SourceFilter
 
             filters = SourceFilter(since=parse_when(since), until=parse_when(until), limit=limit, metadata=parse_where(where))
-            rows, summary = _backfill(source, metrics, output, workers, parse_options(option), sinks, filters, rescore,
-                                      parse_source_options(source_option), ray)
+            tally, summary = _backfill(source, metrics, output, workers, parse_options(option), sinks, filters, rescore,
+                                       parse_source_options(source_option), ray, keep=show)
         else:
-            rows = _score_file(input_path, metrics, output, workers, parse_options(option), sinks, ray)
+            tally = _score_file(input_path, metrics, output, workers, parse_options(option), sinks, ray, keep=show)
     except typer.BadParameter:
         raise
     except (KeyError, ValueError, FileNotFoundError, RuntimeError, ImportError, ConnectionError) as error:
         console.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2) from None
     if show:
-        out.print(records_table(rows, show))
-    if rows:
-        out.print(summary_table(rows))
+        out.print(records_table(tally.kept, show))
+    if tally.count:
+        out.print(summary_table(tally))
     if summary is not None:
         console.print(summary.line())
         for failure in summary.failures:
             console.print(f"[yellow]failed:[/yellow] {failure}")
     if output:
-        console.print(f"wrote {len(rows)} scored records to {output}")
+        console.print(f"wrote {tally.count} scored records to {output}")
 
 
 @app.command("bench")
@@ -540,11 +535,11 @@ def score_examples(output: Path, metrics: str = DEMO_METRICS) -> list[ScoredReco
     output.mkdir(parents=True, exist_ok=True)
     path = example_path()
     console.print(f"scoring the bundled examples: {path}")
-    rows = _score_file(str(path), metrics or DEMO_METRICS, output / "scores.jsonl", 1, {})
-    out.print(records_table(rows, limit=len(rows)))
-    out.print(summary_table(rows))
-    console.print(f"wrote {len(rows)} scored records to {output / 'scores.jsonl'}")
-    return rows
+    tally = _score_file(str(path), metrics or DEMO_METRICS, output / "scores.jsonl", 1, {}, keep=1000)
+    out.print(records_table(tally.kept, limit=len(tally.kept)))
+    out.print(summary_table(tally))
+    console.print(f"wrote {tally.count} scored records to {output / 'scores.jsonl'}")
+    return tally.kept
 
 
 # Commands that other distributions provide, and how to get them: `groundtrace demo` lives in groundtrace-demo
