@@ -276,3 +276,12 @@ def test_sinks_otel_without_anywhere_to_send_says_what_to_set(spans_file: Path, 
     monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
     result = runner.invoke(app, ["score", "--from", f"otel-json:{spans_file}", "-m", "lexical", "--sinks", "otel"])
     assert result.exit_code == 2 and "set OTEL_EXPORTER_OTLP_ENDPOINT" in " ".join(result.output.split())
+
+
+def test_score_help_names_every_backfill_option_and_the_ray_extra_uncut() -> None:
+    result = runner.invoke(app, ["score", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    for option in ("--from", "--since", "--until", "--limit", "--where", "--sinks", "--source-option", "--rescore",
+                   "--engine", "--address", "--actors", "--batch-size"):
+        assert option in result.output
+    assert "pip install 'groundtrace[ray]'" in result.output  # rich markup must not eat [ray]

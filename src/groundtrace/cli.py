@@ -81,7 +81,7 @@ OptionsOption = Annotated[
     typer.Option("--option", "-O", help="A metric option as METRIC.KEY=VALUE, e.g. facts.mode=seed (repeatable)."),
 ]
 EngineOption = Annotated[str, typer.Option("--engine", help="local (default): this process; ray: a Ray cluster's actors "
-                                                               "(pip install 'groundtrace[ray]').")]
+                                                               "(pip install 'groundtrace\\[ray]').")]
 AddressOption = Annotated[Optional[str], typer.Option("--address", help="With --engine ray: auto, HOST:PORT or ray://HOST:PORT "
                                                                         "of an existing cluster (default: a local one).")]
 ActorsOption = Annotated[int, typer.Option("--actors", help="With --engine ray: scoring actors (one CPU each).")]
