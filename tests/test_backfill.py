@@ -267,15 +267,17 @@ def test_scores_of_an_otel_json_backfill_go_back_onto_the_same_traces_over_otlp(
     assert attributes["groundtrace.metric"].string_value == "lexical"
 
 
-def test_sinks_otel_without_anywhere_to_send_says_what_to_set(spans_file: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from opentelemetry import trace
+def test_sinks_otel_without_anywhere_to_send_says_what_to_set(spans_file: Path) -> None:
+    import os
+    import subprocess
+    import sys
 
-    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
-        pytest.skip("another test installed a global tracer provider in this process")
-    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
-    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", raising=False)
-    result = runner.invoke(app, ["score", "--from", f"otel-json:{spans_file}", "-m", "lexical", "--sinks", "otel"])
-    assert result.exit_code == 2 and "set OTEL_EXPORTER_OTLP_ENDPOINT" in " ".join(result.output.split())
+    # a fresh process: no tracer provider installed by another test, no OTLP endpoint set
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_EXPORTER_OTLP")}
+    done = subprocess.run([sys.executable, "-m", "groundtrace.cli", "score", "--from", f"otel-json:{spans_file}",
+                           "-m", "lexical", "--sinks", "otel"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert "set OTEL_EXPORTER_OTLP_ENDPOINT" in " ".join(done.stderr.split())
 
 
 def test_score_help_names_every_backfill_option_and_the_ray_extra_uncut() -> None:

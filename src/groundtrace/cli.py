@@ -134,10 +134,7 @@ def _fmt(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-def summary_table(rows: Tally | Sequence[ScoredRecord], title: str = "Scores") -> Table:
-    from groundtrace.tally import Tally
-
-    tally = rows if isinstance(rows, Tally) else Tally.of(rows)
+def summary_table(tally: Tally, title: str = "Scores") -> Table:
     table = Table(title=title)
     for column in ("metric", "direction", "records", "errors", "mean", "flagged", "mean ms"):
         table.add_column(column, justify="left" if column in ("metric", "direction") else "right")
@@ -218,17 +215,27 @@ def _score_file(input_path: str, metrics: str, output: Path | None, workers: int
     items = list(read_jsonl(input_path)) if input_path == "-" else read_records(input_path)
     total = len(items) if isinstance(items, list) else count_records(input_path)
     sink = open(output, "w", encoding="utf-8") if output else nullcontext(None)
-    with sink as handle, _progress() as progress:
-        task = progress.add_task("scoring", total=total)
-        for row in score_stream(items, metrics, options=options, workers=workers, **(engine or {})):
-            tally.add(row)
-            emit_all(built, row.record, row.scores)
-            if handle:
-                handle.write(row.model_dump_json() + "\n")
-            progress.advance(task)
-    for built_sink in built:
-        built_sink.close()
+    try:
+        with sink as handle, _progress() as progress:
+            task = progress.add_task("scoring", total=total)
+            for row in score_stream(items, metrics, options=options, workers=workers, **(engine or {})):
+                tally.add(row)
+                emit_all(built, row.record, row.scores)
+                if handle:
+                    handle.write(row.model_dump_json() + "\n")
+                progress.advance(task)
+    finally:
+        close_sinks(built)
     return tally
+
+
+def close_sinks(sinks: Sequence[Any]) -> None:
+    """Close every sink (delivering what it buffered); one that fails is reported, not raised."""
+    for sink in sinks:
+        try:
+            sink.close()
+        except Exception as error:
+            console.print(f"[yellow]closing sink {sink.name} failed:[/yellow] {error}")
 
 
 SINCE_HELP = ("ISO date or time (UTC unless it names a zone), or an age such as 7d, 12h, 30m")
@@ -272,10 +279,9 @@ def command_line_sinks(names: str | None, settings: Any = None) -> list[Any]:
 
     built = build_sinks("" if not names or names.strip().lower() == "none" else names, settings)
     for sink in built:
-        if sink.name == "otel" and not sink.has_provider():
-            raise ValueError("--sinks otel: this process has no OpenTelemetry tracer provider to send spans with; "
-                             "set OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) to where your "
-                             "traces go, e.g. http://127.0.0.1:4318")
+        reason = sink.undeliverable()
+        if reason:
+            raise ValueError(f"--sinks {sink.name}: {reason}")
     return built
 
 
@@ -283,7 +289,6 @@ def _backfill(spec: str, metrics: str, output: Path | None, workers: int, option
               filters: Any, rescore: bool, source_options: dict[str, Any],
               engine: dict[str, Any], keep: int = 0) -> tuple[Tally, Any]:
     from groundtrace.backfill import backfill
-    from groundtrace.config import Settings
     from groundtrace.engine import metric_specs, score_stream
     from groundtrace.sources import open_source
     from groundtrace.tally import Tally
@@ -308,11 +313,7 @@ def _backfill(spec: str, metrics: str, output: Path | None, workers: int, option
                                                                     select=select, **engine),
                                filters=filters, sinks=built, output=output, rescore=rescore, on_result=done)
         finally:
-            for sink in built:
-                try:
-                    sink.close()
-                except Exception as error:
-                    console.print(f"[yellow]closing sink {sink.name} failed:[/yellow] {error}")
+            close_sinks(built)
             source.close()
     return tally, summary
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
@@ -11,6 +10,7 @@ import pytest
 from groundtrace.config import Settings
 from groundtrace.monitor import Monitor
 from groundtrace.record import Record
+from tests.phoenix_server import free_port
 from tests.test_monitor import Collect
 
 pytest.importorskip("ray", reason="the ray extra is not installed: pip install 'groundtrace[ray]'")
@@ -76,14 +76,8 @@ def test_settings_with_a_ray_address_choose_ray_isolation():
         assert monitor.isolation == "thread"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_no_cluster_counts_failures_and_the_application_sees_nothing():
-    address = f"127.0.0.1:{_free_port()}"  # nothing listens there
+    address = f"127.0.0.1:{free_port()}"  # nothing listens there
     sink = Collect()
     monitor = Monitor(["lexical"], [sink], isolation="ray", ray_address=address, workers=1, flush_at_exit=False)
     try:

@@ -39,6 +39,11 @@ class Sink:
     def emit(self, record: Record, scores: list[Score]) -> None:
         raise NotImplementedError
 
+    def undeliverable(self) -> str | None:
+        """Why this sink cannot deliver anything from this process, and what to set (None: it can).
+        A command line asks before it scores, rather than scoring into nowhere."""
+        return None
+
     def flush(self) -> None:
         """Deliver anything buffered."""
 

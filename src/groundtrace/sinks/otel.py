@@ -73,6 +73,13 @@ class OTelSink(Sink):
         provider = self._provider or self._trace.get_tracer_provider()
         return not isinstance(provider, (self._trace.ProxyTracerProvider, self._trace.NoOpTracerProvider))
 
+    def undeliverable(self) -> str | None:
+        if self.has_provider():
+            return None
+        return ("this process has no OpenTelemetry tracer provider to send spans with; set "
+                "OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) to where your traces go, "
+                "e.g. http://127.0.0.1:4318")
+
     def flush(self) -> None:
         if self._owns_provider:
             self._provider.force_flush()

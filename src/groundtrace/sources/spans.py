@@ -241,7 +241,10 @@ def assemble(spans: Iterable[SpanView], source: str, **ids: Any) -> Record | str
     an ``id``); by default the record's id and trace_id are the trace id and its span_id the
     root's."""
     spans = list(spans)
-    root = _root(spans)
+    return _assemble(spans, _root(spans), source, ids)
+
+
+def _assemble(spans: Sequence[SpanView], root: SpanView | None, source: str, ids: Mapping[str, Any]) -> Record | str:
     if root is None:
         return ONLY_EVALUATIONS
     contexts = _contexts(spans)
@@ -271,15 +274,16 @@ def records_from_traces(
     """Records of the traces that pass ``filters`` (a SourceFilter: time window of the root's start,
     metadata/tags of the root, limit on records), counting each trace in ``stats`` (a SourceStats)
     as taken or skipped with its reason. ``ids(spans)``: extra Record fields for a trace."""
+    if filters.limit is not None and filters.limit <= 0:
+        return
     for spans in traces:
-        if filters.limit is not None and stats.records >= filters.limit:
-            return
-        root = _root(spans)
-        if root is not None and not (filters.admits_time(root_start(spans))
+        root = _root(spans)  # found once: the filters and the assembler both read it
+        started = None if root is None or root.start_time is None else _start(root)
+        if root is not None and not (filters.admits_time(started)
                                      and filters.admits_metadata(root.metadata, root.metadata.get("tags"))):
             stats.skip(FILTERED)
             continue
-        made = assemble(spans, source, **(ids(spans) if ids else {}))
+        made = _assemble(spans, root, source, ids(spans) if ids else {})
         if isinstance(made, str):
             stats.skip(made)
             continue
@@ -296,11 +300,5 @@ def group_by_trace(spans: Iterable[SpanView]) -> dict[str, list[SpanView]]:
     return traces
 
 
-def root_start(spans: Sequence[SpanView]) -> datetime | None:
-    """When the trace's request started (its root's start), for --since/--until."""
-    root = _root(spans)
-    return None if root is None or root.start_time is None else _start(root)
-
-
 __all__ = ["ANSWER_KEYS", "Document", "NO_ANSWER", "NO_RETRIEVAL", "ONLY_EVALUATIONS", "QUESTION_KEYS", "SpanView",
-           "answer_of", "assemble", "decode", "documents_of", "group_by_trace", "question_of", "records_from_traces", "root_start", "text_of"]
+           "answer_of", "assemble", "decode", "documents_of", "group_by_trace", "question_of", "records_from_traces", "text_of"]
