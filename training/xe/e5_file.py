@@ -47,7 +47,9 @@ def dequantize_q4(raw: bytes, rows: int, cols: int) -> np.ndarray:
     return values.reshape(rows, cols)
 
 
-def read(path: Path | None = None) -> E5File:
+def read(path: Path | None = None, raw_q4: bool = False) -> E5File:
+    """The whole file, weights dequantized to fp32 (``raw_q4``: Q4_0 tensors kept as their raw blocks,
+    uint8 [rows, 18 * cols / 32], so that rows can be sliced and written again losslessly)."""
     data = Path(path or default_path()).read_bytes()
     if data[:4] != b"E5S1":
         raise ValueError(f"{path}: not an E5S1 model file")
@@ -99,6 +101,41 @@ def read(path: Path | None = None) -> E5File:
             tensors[name] = arr.reshape(shape) if shape else arr
         else:  # Q4_0: 18 bytes per 32 values
             assert shape is not None and nbytes == n // QK * 18, (name, n, nbytes)
-            tensors[name] = dequantize_q4(raw, *shape)
+            if raw_q4:
+                tensors[name] = np.frombuffer(raw, np.uint8).reshape(shape[0], shape[1] // QK * 18).copy()
+            else:
+                tensors[name] = dequantize_q4(raw, *shape)
     config = dict(hidden=H, layers=NL, heads=NH, ffn=FF, vocab=VOC, max_positions=MAXP, eps=eps)
     return E5File(config, pieces, scores, dict(bos=bos, eos=eos, pad=pad, unk=unk), norm_map, tensors)
+
+
+def write_pruned(e5_raw: E5File, kept_ids: np.ndarray, layers: int, out: Path) -> None:
+    """The part of the encoder that training starts from, small enough to travel: the word embedding
+    rows of the pruned vocabulary and the first ``layers`` layers, Q4_0 blocks copied as they are
+    (a row of 384 values is 12 whole blocks), everything else fp32. ``e5_raw`` from ``read(raw_q4=True)``."""
+    arrays = {}
+    for name, value in e5_raw.tensors.items():
+        if name.startswith("l") and int(name[1:].split(".")[0]) >= layers:
+            continue
+        if name == "emb.word":
+            value = value[kept_ids]
+        arrays[("q4/" if value.dtype == np.uint8 else "f32/") + name] = value
+    config = {**e5_raw.config, "layers": layers, "vocab": len(kept_ids)}
+    arrays["config"] = np.frombuffer(repr(sorted(config.items())).encode(), np.uint8)
+    np.savez(out, **arrays)
+
+
+def read_pruned(path: Path) -> tuple[dict, dict[str, np.ndarray]]:
+    """(config, fp32 tensors) of a ``write_pruned`` file."""
+    import ast
+
+    with np.load(path) as f:
+        config = dict(ast.literal_eval(bytes(f["config"]).decode()))
+        tensors = {}
+        for key in f.files:
+            if key == "config":
+                continue
+            kind, name = key.split("/", 1)
+            value = f[key]
+            tensors[name] = dequantize_q4(value.tobytes(), value.shape[0], value.shape[1] // 18 * QK) if kind == "q4" else value
+    return config, tensors

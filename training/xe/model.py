@@ -22,10 +22,10 @@ class Layer(nn.Module):
         self.fo = nn.Linear(ffn, hidden)
         self.oln = nn.LayerNorm(hidden, eps=eps)
 
-    def forward(self, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
         b, t, h = x.shape
         split = lambda y: y.view(b, t, self.heads, h // self.heads).transpose(1, 2)  # noqa: E731
-        ctx = F.scaled_dot_product_attention(split(self.q(x)), split(self.k(x)), split(self.v(x)), attn_mask=bias)
+        ctx = F.scaled_dot_product_attention(split(self.q(x)), split(self.k(x)), split(self.v(x)), attn_mask=keys)
         x = self.aln(x + self.ao(ctx.transpose(1, 2).reshape(b, t, h)))
         return self.oln(x + self.fo(F.gelu(self.fi(x))))
 
@@ -46,10 +46,9 @@ class CrossEncoder(nn.Module):
     def encode(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(ids.shape[1], device=ids.device)
         x = self.ln(self.word(ids) + self.pos(positions)[None] + self.type_emb)
-        bias = torch.zeros(mask.shape, dtype=x.dtype, device=x.device).masked_fill(~mask, float("-inf"))
-        bias = bias[:, None, None, :]
+        keys = mask[:, None, None, :]  # True = a real token to attend to (padding is never attended)
         for layer in self.layers:
-            x = layer(x, bias)
+            x = layer(x, keys)
         return x
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -57,15 +56,16 @@ class CrossEncoder(nn.Module):
         return self.head(self.encode(ids, mask)).squeeze(-1)
 
 
-def from_e5(e5, kept_ids: np.ndarray, layers: int) -> CrossEncoder:
-    """The first ``layers`` layers of multilingual-e5-small, word embeddings sliced to ``kept_ids``."""
-    cfg = e5.config
-    model = CrossEncoder(len(kept_ids), cfg["hidden"], layers, cfg["heads"], cfg["ffn"], cfg["max_positions"], cfg["eps"])
-    t = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in e5.tensors.items()}
+def from_pruned(config: dict, tensors: dict[str, np.ndarray], layers: int) -> CrossEncoder:
+    """The first ``layers`` layers of multilingual-e5-small from ``e5_file.read_pruned`` (word
+    embeddings already sliced to the pruned vocabulary), and a fresh token head."""
+    model = CrossEncoder(config["vocab"], config["hidden"], layers, config["heads"], config["ffn"],
+                         config["max_positions"], config["eps"])
+    t = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in tensors.items()}
     with torch.no_grad():
-        model.word.weight.copy_(t["emb.word"][torch.from_numpy(kept_ids)])
+        model.word.weight.copy_(t["emb.word"])
         model.pos.weight.copy_(t["emb.pos"])
-        model.type_emb.copy_(t["emb.type"][0])
+        model.type_emb.copy_(t["emb.type"].reshape(-1, config["hidden"])[0])
         model.ln.weight.copy_(t["emb.ln.w"]); model.ln.bias.copy_(t["emb.ln.b"])
         for i, layer in enumerate(model.layers):
             for name in ("q", "k", "v", "ao", "fi", "fo"):

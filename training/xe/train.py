@@ -1,9 +1,15 @@
 """Fine-tune the cross-encoder: token-level BCE on the answer's tokens (LettuceDetect's recipe), plus
 a response-level BCE on the maximum token logit; examples whose spans are unknown (HaluEval's wrong
-answers) get only the response-level term (multiple-instance learning).
+answers) get only the response-level term (multiple-instance learning). Targets are smoothed
+(``label_smoothing``) so that probabilities do not saturate on data the model has learned by heart.
 
 Every answer token's logit is the minimum over the context windows that read it, exactly as at
 inference (groundtrace.detector.windows), so long contexts train as they are scored.
+
+The same code runs on a GPU and on a CPU. A run is a fixed plan of batches drawn from the seed;
+``time_budget`` only shortens the plan once the first steps have been timed, and the number of steps
+reached is recorded, so a CPU replays a GPU run step for step (``steps=``). ``checkpoint`` is written
+every ``checkpoint_minutes`` and at the end; ``resume`` continues a run from it.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ class Item:
     labels: np.ndarray | None  # per answer token, None = span unknown
     label: int
     tokens: int
+    answer_tokens: int
 
 
 def token_labels(starts: np.ndarray, ends: np.ndarray, spans: list) -> np.ndarray:
@@ -46,10 +53,11 @@ def featurize(tokenizer: XETokenizer, ex: dict) -> Item | None:
     labels = None if ex["spans"] is None else token_labels(enc.starts, enc.ends, ex["spans"])
     if labels is not None and ex["label"] == 1 and labels.sum() == 0:
         labels = None  # the span fell on no token (whitespace): treat as unknown
-    return Item(windows, labels, int(ex["label"]), sum(len(w.ids) for w in windows))
+    return Item(windows, labels, int(ex["label"]), sum(len(w.ids) for w in windows), len(enc))
 
 
 def batches(items: list[Item], token_budget: int, rng: random.Random) -> list[list[Item]]:
+    """Batches of at most ``token_budget`` padded tokens, of similar lengths, in random order."""
     order = sorted(items, key=lambda it: (max(len(w.ids) for w in it.windows), rng.random()))
     out, current, width, rows = [], [], 0, 0
     for it in order:
@@ -65,117 +73,153 @@ def batches(items: list[Item], token_budget: int, rng: random.Random) -> list[li
     return out
 
 
-def batch_logits(model, batch: list[Item], pad_id: int) -> list[torch.Tensor]:
+def plan_batches(items: list[Item], epochs: float, token_budget: int, rng: random.Random) -> list[list[Item]]:
+    plan: list[list[Item]] = []
+    for _ in range(int(math.floor(epochs))):
+        plan += batches(items, token_budget, rng)
+    if epochs > math.floor(epochs):
+        extra = batches(items, token_budget, rng)
+        plan += extra[:max(1, int(len(extra) * (epochs - math.floor(epochs))))]
+    return plan
+
+
+def batch_logits(model, batch: list[Item], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+    """Per answer token of the batch (items concatenated) the logit, minimum over its windows; the item
+    of each token; and each item's first token."""
     windows = [w for it in batch for w in it.windows]
     ids, mask = pad_batch(windows, pad_id)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
-        logits = model(torch.from_numpy(ids), torch.from_numpy(mask).bool())
-    logits = logits.float()
-    out, row = [], 0
+    rows, cols, flat = [], [], []
+    firsts, offset, row = [], 0, 0
     for it in batch:
-        n = len(it.labels) if it.labels is not None else int(max(w.answer_tokens.max() for w in it.windows)) + 1
-        full = torch.full((n,), float("inf"))
+        firsts.append(offset)
         for w in it.windows:
-            values = logits[row, w.answer_offset:w.answer_offset + len(w.answer_tokens)]
-            index = torch.from_numpy(w.answer_tokens)
-            full = full.scatter_reduce(0, index, values, reduce="amin")
+            n = len(w.answer_tokens)
+            rows.append(np.full(n, row)); cols.append(w.answer_offset + np.arange(n)); flat.append(offset + w.answer_tokens)
             row += 1
-        out.append(full)
-    return out
+        offset += it.answer_tokens
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16)
+    with autocast:
+        logits = model(torch.from_numpy(ids).to(device), torch.from_numpy(mask).bool().to(device))
+    values = logits.float()[torch.from_numpy(np.concatenate(rows)).to(device), torch.from_numpy(np.concatenate(cols)).to(device)]
+    index = torch.from_numpy(np.concatenate(flat)).to(device)
+    tokens = torch.full((offset,), float("inf"), device=device).scatter_reduce(0, index, values, reduce="amin")
+    item_of = torch.from_numpy(np.repeat(np.arange(len(batch)), [it.answer_tokens for it in batch])).to(device)
+    return tokens, item_of, firsts
 
 
-def loss_of(batch: list[Item], logits: list[torch.Tensor], response_weight: float) -> torch.Tensor:
-    terms = []
-    for it, lg in zip(batch, logits):
-        target = torch.tensor(float(it.label))
-        response = F.binary_cross_entropy_with_logits(lg.max(), target)
-        if it.labels is None:
-            terms.append(response)
-        else:
-            tokens = F.binary_cross_entropy_with_logits(lg, torch.from_numpy(it.labels))
-            terms.append(tokens + response_weight * response)
-    return torch.stack(terms).mean()
+def loss_of(batch: list[Item], tokens: torch.Tensor, item_of: torch.Tensor, response_weight: float,
+            smoothing: float) -> torch.Tensor:
+    device = tokens.device
+    n = len(batch)
+    smooth = lambda y: y * (1 - smoothing) + smoothing / 2  # noqa: E731
+    response_logit = torch.full((n,), float("-inf"), device=device).scatter_reduce(0, item_of, tokens, reduce="amax")
+    response_target = smooth(torch.tensor([float(it.label) for it in batch], device=device))
+    response = F.binary_cross_entropy_with_logits(response_logit, response_target, reduction="none")
+    known = torch.tensor([it.labels is not None for it in batch], device=device)
+    labels = np.concatenate([it.labels if it.labels is not None else np.zeros(it.answer_tokens, np.float32) for it in batch])
+    per_token = F.binary_cross_entropy_with_logits(tokens, smooth(torch.from_numpy(labels).to(device)), reduction="none")
+    counts = torch.tensor([float(it.answer_tokens) for it in batch], device=device)
+    token_mean = torch.zeros(n, device=device).scatter_add(0, item_of, per_token) / counts
+    terms = torch.where(known, token_mean + response_weight * response, response)
+    return terms.mean()
 
 
 def train(model, items: list[Item], *, epochs: float, lr: float, seed: int, token_budget: int, pad_id: int,
-          log: Path | None = None, checkpoint: Path | None = None, max_seconds: float | None = None,
-          response_weight: float = 0.5, warmup: float = 0.06) -> dict:
+          device: str | torch.device = "cpu", steps: int | None = None, time_budget: float | None = None,
+          log: Path | None = None, checkpoint: Path | None = None, resume: bool = False,
+          checkpoint_minutes: float = 10.0, response_weight: float = 0.5, warmup: float = 0.06,
+          label_smoothing: float = 0.05) -> dict:
+    device = torch.device(device)
     torch.manual_seed(seed)
     rng = random.Random(seed)
-    model.word.weight.requires_grad_(False)  # 96% of the parameters; frozen, as measured (speed, memory)
+    model.to(device)
+    model.word.weight.requires_grad_(False)  # 2/3 of the parameters; frozen (speed, memory, and the shipped size)
     head = list(model.head.parameters())
     body = [p for n, p in model.named_parameters() if p.requires_grad and not n.startswith("head.")]
     optimizer = torch.optim.AdamW([{"params": body, "lr": lr}, {"params": head, "lr": lr * 10}], weight_decay=0.01)
-    plan = []
-    whole = int(math.floor(epochs))
-    for e in range(whole):
-        plan += batches(items, token_budget, rng)
-    if epochs > whole:
-        extra = batches(items, token_budget, rng)
-        plan += extra[:int(len(extra) * (epochs - whole))]
-    total = len(plan)
-    base_lrs = [g["lr"] for g in optimizer.param_groups]
+    plan = plan_batches(items, epochs, token_budget, rng)
+    total = min(len(plan), steps) if steps else len(plan)
+    start_step = 0
+    if resume and checkpoint and checkpoint.exists():
+        state = torch.load(checkpoint, map_location=device)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        start_step, total = state["step"], state["total"]
+    base_lrs = [lr, lr * 10]
     model.train()
-    started = time.time()
-    running = []
-    for step, batch in enumerate(plan):
-        # linear warm-up, then linear decay to 0 by the end of the plan or of the time budget
-        progress = max(step / total, (time.time() - started) / max_seconds if max_seconds else 0.0)
-        scale = min(progress / warmup, (1 - progress) / (1 - warmup)) if progress < 1 else 0.0
+    started = last_save = timed_from = time.time()
+    running: list[float] = []
+
+    def save(step: int) -> None:
+        if checkpoint:
+            tmp = checkpoint.with_suffix(".tmp")
+            torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step, "total": total}, tmp)
+            tmp.replace(checkpoint)
+
+    step = start_step
+    while step < total:
+        if time_budget and step == start_step + 10:
+            timed_from = time.time()  # steps 10-40 time the run (the first ones warm the device up)
+        if time_budget and step == start_step + 40:
+            # the plan is cut to what the budget allows at that speed; the schedule below follows the
+            # new total from here on (recorded, so a replay by steps matches)
+            per_step = (time.time() - timed_from) / 30
+            total = min(total, step + int((time_budget - (time.time() - started)) / per_step))
+        progress = step / total
+        scale = min(progress / warmup, (1 - progress) / (1 - warmup))
         for group, lr0 in zip(optimizer.param_groups, base_lrs):
             group["lr"] = lr0 * max(scale, 0.0)
-        logits = batch_logits(model, batch, pad_id)
-        loss = loss_of(batch, logits, response_weight)
+        batch = plan[step]
+        tokens, item_of, _ = batch_logits(model, batch, pad_id, device)
+        loss = loss_of(batch, tokens, item_of, response_weight, label_smoothing)
         optimizer.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         running.append(float(loss.detach()))
-        if log and (step % 20 == 0 or step == total - 1):
+        step += 1
+        if log and (step % 50 == 0 or step == total):
             with open(log, "a") as f:
-                f.write(json.dumps({"step": step, "of": total, "loss": round(float(np.mean(running[-20:])), 4),
+                f.write(json.dumps({"step": step, "of": total, "loss": round(float(np.mean(running[-50:])), 4),
                                     "seconds": round(time.time() - started, 1)}) + "\n")
-        if checkpoint and step % 200 == 199:
-            torch.save(model.state_dict(), checkpoint)
-        if progress >= 1:
-            break
-    if checkpoint:
-        torch.save(model.state_dict(), checkpoint)
+        if checkpoint and time.time() - last_save > checkpoint_minutes * 60:
+            save(step)
+            last_save = time.time()
+    save(step)
     model.eval()
-    return {"steps": step + 1, "planned_steps": total, "seconds": round(time.time() - started, 1),
-            "final_loss": round(float(np.mean(running[-50:])), 4)}
+    return {"steps": step, "planned_steps": len(plan), "epochs": round(epochs * step / max(1, len(plan)), 4),
+            "seconds": round(time.time() - started, 1), "final_loss": round(float(np.mean(running[-50:])), 4) if running else None,
+            "device": str(device)}
 
 
 @torch.no_grad()
-def token_probabilities(model, tokenizer: XETokenizer, records: list[dict], token_budget: int = 8192) -> list[np.ndarray]:
-    """P(unsupported) per answer token for each record (torch; the shipped ONNX graph must agree)."""
+def token_probabilities(model, items: list[Item], pad_id: int, device: str | torch.device = "cpu",
+                        token_budget: int = 16384) -> list[np.ndarray]:
+    """P(unsupported) per answer token of each featurized record (torch; the ONNX graph must agree)."""
+    device = torch.device(device)
     model.eval()
-    items = []
-    for r in records:
-        enc = tokenizer.encode(r["answer"])
-        windows = build_windows(tokenizer, r.get("question"), r["contexts"], enc) if len(enc) else []
-        items.append(Item(windows, np.zeros(len(enc), dtype=np.float32), 0, 0))
-    out: list[np.ndarray | None] = [None] * len(records)
+    out: list[np.ndarray | None] = [None] * len(items)
     index = sorted(range(len(items)), key=lambda i: max((len(w.ids) for w in items[i].windows), default=0))
     chunk: list[int] = []
-
-    def flush():
-        batch = [items[i] for i in chunk]
-        logits = batch_logits(model, batch, tokenizer.pad_id)
-        for i, lg in zip(chunk, logits):
-            out[i] = torch.sigmoid(lg).numpy()
-        chunk.clear()
-
     rows = 0
-    for i in index:
-        if not items[i].windows:
+    for position, i in enumerate(index + [None]):  # type: ignore[operator]
+        if i is not None and not items[i].windows:
             out[i] = np.zeros(0, dtype=np.float32)
             continue
-        rows += len(items[i].windows)
-        chunk.append(i)
-        if rows * 512 >= token_budget:
-            flush()
-            rows = 0
-    if chunk:
-        flush()
+        if chunk and (i is None or (rows + len(items[i].windows)) * 512 > token_budget):
+            tokens, item_of, firsts = batch_logits(model, [items[j] for j in chunk], pad_id, device)
+            p = torch.sigmoid(tokens).cpu().numpy()
+            for j, first in zip(chunk, firsts):
+                out[j] = p[first:first + items[j].answer_tokens]
+            chunk, rows = [], 0
+        if i is not None:
+            chunk.append(i)
+            rows += len(items[i].windows)
     return out  # type: ignore[return-value]
+
+
+def featurize_record(tokenizer: XETokenizer, record: dict) -> Item:
+    """A record to score (no labels needed): its windows, as inference builds them."""
+    enc = tokenizer.encode(record["answer"])
+    windows = build_windows(tokenizer, record.get("question"), record["contexts"], enc) if len(enc) else []
+    return Item(windows, None, int(record.get("label") or 0), sum(len(w.ids) for w in windows), len(enc))

@@ -1,0 +1,121 @@
+"""Every example set of grounding-3, written once on the CPU (they need groundtrace.text: sentences,
+claims, stopwords, jieba), read by ``run.py`` wherever it trains (it needs only numpy, torch and
+sentencepiece).
+
+    WORK/examples/base.jsonl.xz      stage 1: composed pairs, raw pairs, FActScore, synthetic, HaluEval
+                                     QA, UHGEval train, the hand-written training pairs
+    WORK/examples/ragtruth.jsonl.xz  stage 2: ragtruth_qa_dev with ablation twins, each tagged with its
+                                     fold (5 folds by meta.source_id)
+    WORK/eval/NAME.jsonl.xz          measurement sets, each record with its claims (character spans,
+                                     as the metric cuts them), never trained on
+
+Sources and what each teaches are in docs/grounding-model-card.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import lzma
+import random
+from pathlib import Path
+
+from xe import compose, data
+
+from groundtrace.detector.claims import split_claims
+
+FOLDS = 5
+_ROOT = Path(__file__).resolve().parents[2]
+DATA = _ROOT.parent / "shared" / "data"
+PAIRS = DATA / "pairs"
+PARAPHRASE_DEV = _ROOT / "benchmarks" / "data"
+FACTSCORE_MAX_PREMISE = 15000  # characters: longer Wikipedia texts cost dozens of windows per answer
+
+# how many of each (defaults of the shipped run)
+COMPOSED_PER_LANGUAGE = 10000
+RAW_PAIRS_PER_LANGUAGE = 6000
+FACTSCORE_COMPOSED_PER_BIO = 2
+SYNTH_PER_LANGUAGE = 2200
+HALUEVAL_ITEMS = 1500
+UHGEVAL = (1000, 500)
+
+
+def fold_of(source_id: str) -> int:
+    """Stable fold of a RAGTruth source: every answer of one source lands in the same fold."""
+    return int(hashlib.sha256(source_id.encode()).hexdigest(), 16) % FOLDS
+
+
+def write_xz(rows: list[dict], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with lzma.open(path, "wt", encoding="utf-8", preset=9) as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def read_xz(path: Path) -> list[dict]:
+    with lzma.open(path, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def paraphrase_train_files() -> list[Path]:
+    return sorted((_ROOT / "training" / "data").glob("paraphrase_train_*.jsonl"))
+
+
+def handwritten(rng: random.Random) -> list[dict]:
+    """The hand-written training pairs, read twice, with ablation twins of half their faithful answers:
+    the only faithful answers besides RAGTruth's that reword the way LLMs do."""
+    rows = [r for path in paraphrase_train_files() for r in data.read_jsonl(path)]
+    return [ex for _ in range(2) for ex in data.with_ablations(rows, "paraphrase_train", rng, share=0.5)]
+
+
+def base_examples(work: Path, seed: int) -> list[dict]:
+    rng = random.Random(seed)
+    pairs = compose.read_pairs(PAIRS)
+    bios = [b for b in compose.read_factscore(PAIRS / "en_factscore.jsonl") if len(b["premise"]) <= FACTSCORE_MAX_PREMISE]
+    examples = []
+    for language in ("en", "ru", "zh"):
+        examples += compose.compose(pairs, language, COMPOSED_PER_LANGUAGE, rng, str(seed))
+    examples += compose.raw_pairs(pairs, RAW_PAIRS_PER_LANGUAGE, rng)
+    examples += compose.factscore_responses(bios, heldout=False)
+    examples += compose.factscore_composed(bios, FACTSCORE_COMPOSED_PER_BIO, rng)
+    examples += data.synth(work / "synth", SYNTH_PER_LANGUAGE, rng)
+    examples += data.halueval_qa(DATA / "halueval_qa_train.jsonl", HALUEVAL_ITEMS, rng)
+    examples += data.uhgeval(DATA / "uhgeval_zh_train.jsonl", *UHGEVAL, rng)
+    examples += handwritten(rng)
+    return examples
+
+
+def ragtruth_examples(seed: int) -> list[dict]:
+    rng = random.Random(seed)
+    out = []
+    for row in data.read_jsonl(DATA / "ragtruth_qa_dev.jsonl"):
+        for ex in data.with_ablations([row], "ragtruth", rng, share=0.6):
+            out.append({**ex, "fold": fold_of(row["meta"]["source_id"])})
+    return out
+
+
+def with_claims(row: dict) -> dict:
+    claims = split_claims(row["answer"], row["language"])
+    return {k: row.get(k) for k in ("id", "language", "question", "contexts", "answer", "label", "spans", "meta")} | {
+        "claims": [[c.start, c.end] for c in claims]}
+
+
+def eval_sets(seed: int) -> dict[str, list[dict]]:
+    rng = random.Random(seed + 1)
+    sets: dict[str, list[dict]] = {}
+    rag = []
+    for row in data.read_jsonl(DATA / "ragtruth_qa_dev.jsonl"):
+        rag.append({**with_claims(row), "fold": fold_of(row["meta"]["source_id"])})
+    sets["ragtruth_qa_dev"] = rag
+    for path in sorted(PARAPHRASE_DEV.glob("paraphrase_*.jsonl")):
+        sets[path.stem] = [with_claims(r) for r in data.read_jsonl(path)]
+    for name in ("halluqa_zh", "uhgeval_zh_dev", "halueval_qa_dev"):
+        sets[name] = [with_claims(r) for r in data.read_jsonl(DATA / f"{name}.jsonl")]
+    pairs = compose.read_pairs(PAIRS)
+    sets["heldout_pairs"] = [with_claims(r) for r in compose.heldout_pairs(pairs, 800, rng)]
+    composed = [ex for language in ("en", "ru", "zh")
+                for ex in compose.compose(pairs, language, 300, rng, "heldout", heldout=True)]
+    sets["heldout_composed"] = [with_claims(r) for r in composed]
+    bios = [b for b in compose.read_factscore(PAIRS / "en_factscore.jsonl") if len(b["premise"]) <= FACTSCORE_MAX_PREMISE]
+    sets["heldout_factscore"] = [with_claims(r) for r in compose.factscore_responses(bios, heldout=True)]
+    return sets

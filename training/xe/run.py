@@ -1,0 +1,304 @@
+"""Train grounding-3 wherever torch runs (a lent GPU or this CPU), from the files that ``build.py``
+wrote: the example sets (``examples.py``), the tokenizer and the pruned encoder.
+
+    python training/xe/run.py tokenize --work WORK [--workers 14]
+    python training/xe/run.py train --work WORK --variant full [--device cuda] [--base-minutes 5]
+                                    [--base-epochs E | --base-steps N] [--resume]
+
+``train`` runs, for one variant (which base sources it reads: ``VARIANTS``):
+  1. base: stage 1 on the variant's base examples (pairs composed into RAG answers, ...), then its
+     predictions on every measurement set (ragtruth_qa_dev is out of sample at this point);
+  2. cv: 5 fine-tunes of the base, each on ragtruth_qa_dev without one fold (folds by
+     meta.source_id) plus a replay of base examples, each predicting its held-out fold;
+  3. final: the base fine-tuned on every fold, its predictions on every measurement set, and its
+     weights (``final.npz``: fp16, all but the frozen word embeddings).
+Everything lands in WORK/runs/VARIANT/. Stage 1 checkpoints every 10 minutes; ``--resume`` goes on.
+
+This process never imports groundtrace's package (``_light_import``): the training machine needs only
+numpy, torch and sentencepiece, not the scorer's dependencies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import lzma
+import pickle
+import random
+import sys
+import time
+import types
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _light_import() -> None:
+    """groundtrace.detector.{tokenizer,windows} without groundtrace/__init__ (pydantic, jieba, ...)."""
+    src = ROOT / "src" / "groundtrace"
+    for name, path in (("groundtrace", src), ("groundtrace.detector", src / "detector")):
+        if name not in sys.modules:
+            module = types.ModuleType(name)
+            module.__path__ = [str(path)]
+            sys.modules[name] = module
+
+
+_light_import()
+sys.path.insert(0, str(ROOT / "training"))
+
+import torch  # noqa: E402
+
+from groundtrace.detector.tokenizer import XETokenizer  # noqa: E402
+from xe import e5_file, model as xe_model, train as xe_train  # noqa: E402
+
+LAYERS = 6
+FOLDS = 5
+# Stage 1 sources per variant: a source is kept when no prefix of ``drop`` starts it.
+VARIANTS = {
+    "full": (),
+    "nopairs": ("pairs/", "raw/", "factscore/"),
+    "pairsonly": ("synth", "halueval_qa"),
+}
+
+
+def read_xz(path: Path) -> list[dict]:
+    with lzma.open(path, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def tokenizer_of(work: Path) -> XETokenizer:
+    return XETokenizer(work / "tok" / "tokenizer.model", work / "tok" / "normalizer.json")
+
+
+# --- tokenize: every example and record to windows, once -------------------------------------------
+
+_worker_tokenizer: XETokenizer | None = None
+
+
+def _init_worker(work: str) -> None:
+    global _worker_tokenizer
+    _worker_tokenizer = tokenizer_of(Path(work))
+
+
+def _featurize(ex: dict):
+    assert _worker_tokenizer is not None
+    if "claims" in ex:  # a measurement record: windows, and which tokens the metric reads
+        item = xe_train.featurize_record(_worker_tokenizer, ex)
+        enc = _worker_tokenizer.encode(ex["answer"])
+        inside = np.zeros(len(enc), dtype=bool)
+        for s, e in ex["claims"]:
+            inside |= (enc.starts < e) & (enc.ends > s)
+        return item, inside & enc.word_tokens(ex["answer"]), enc.starts, enc.ends
+    return xe_train.featurize(_worker_tokenizer, ex)
+
+
+def tokenize(work: Path, workers: int) -> None:
+    import multiprocessing as mp
+
+    jobs = {"base": work / "examples" / "base.jsonl.xz", "ragtruth": work / "examples" / "ragtruth.jsonl.xz"}
+    jobs |= {f"eval/{p.name.removesuffix('.jsonl.xz')}": p for p in sorted((work / "eval").glob("*.jsonl.xz"))}
+    out = {}
+    started = time.time()
+    with mp.get_context("fork").Pool(workers, _init_worker, (str(work),)) as pool:
+        for name, path in jobs.items():
+            rows = read_xz(path)
+            items = pool.map(_featurize, rows, chunksize=64)
+            meta = [{k: r.get(k) for k in ("id", "source", "language", "label", "fold", "spans")} for r in rows]
+            out[name] = (meta, items)
+            print(f"{name}: {len(rows)} rows, {sum(1 for i in items if i is not None)} usable, "
+                  f"{time.time() - started:.0f} s", flush=True)
+    with open(work / "items.pkl", "wb") as f:
+        pickle.dump(out, f, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+# --- train ------------------------------------------------------------------------------------------
+
+def new_model(work: Path):
+    config, tensors = e5_file.read_pruned(work / "e5_pruned.npz")
+    return xe_model.from_pruned(config, tensors, LAYERS)
+
+
+def scores_of(model, records: tuple[list[dict], list], pad_id: int, device: str, with_tokens: bool) -> list[dict]:
+    """Each record's score as the metric computes it: the maximum P(unsupported) over the word tokens
+    of its claims (0 with no claims); the per-token probabilities too where asked."""
+    meta, items = records
+    probabilities = xe_train.token_probabilities(model, [it[0] for it in items], pad_id, device)
+    out = []
+    for m, (item, scored, starts, ends), p in zip(meta, items, probabilities):
+        row = {"id": m["id"], "label": m["label"], "language": m.get("language"),
+               "score": round(float(p[scored].max()) if scored.any() else 0.0, 5)}
+        if m.get("fold") is not None:
+            row["fold"] = m["fold"]
+        if with_tokens:
+            row["p"] = [round(float(x), 4) for x in p]
+            row["scored"] = scored.astype(int).tolist()
+            row["starts"], row["ends"] = starts.tolist(), ends.tolist()
+        out.append(row)
+    return out
+
+
+def evaluate(model, data: dict, pad_id: int, device: str, token_sets: tuple[str, ...]) -> dict:
+    return {name.removeprefix("eval/"): scores_of(model, records, pad_id, device, name.removeprefix("eval/") in token_sets)
+            for name, records in data.items() if name.startswith("eval/")}
+
+
+def auc(rows: list[dict]) -> float | None:
+    labels = np.array([r["label"] for r in rows])
+    scores = np.array([r["score"] for r in rows])
+    pos, neg = scores[labels == 1], scores[labels == 0]
+    if not len(pos) or not len(neg):
+        return None
+    greater = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
+    return round(float(greater / (len(pos) * len(neg))), 4)
+
+
+def summary(evaluation: dict) -> dict:
+    out = {}
+    for name, rows in evaluation.items():
+        if name.startswith("paraphrase_"):
+            by = {}
+            for r in rows:
+                by.setdefault(r["id"].rsplit(":", 1)[0], {})[r["label"]] = r["score"]
+            pairs = [v for v in by.values() if 0 in v and 1 in v]
+            out[name] = {"pairwise": round(sum(v[1] > v[0] for v in pairs) / max(1, len(pairs)), 3)}
+        elif name in ("heldout_pairs", "heldout_composed"):
+            out[name] = {lang: auc([r for r in rows if r["language"] == lang]) for lang in ("en", "ru", "zh")}
+        else:
+            out[name] = {"auc": auc(rows)}
+    return out
+
+
+def train_variant(work: Path, variant: str, args) -> None:
+    device = args.device
+    out = work / "runs" / variant
+    out.mkdir(parents=True, exist_ok=True)
+    with open(work / "items.pkl", "rb") as f:
+        data = pickle.load(f)
+    tokenizer = tokenizer_of(work)
+    pad = tokenizer.pad_id
+    drop = VARIANTS[variant]
+    base_meta, base_items = data["base"]
+    kept = [(m, it) for m, it in zip(base_meta, base_items)
+            if it is not None and not any(m["source"].startswith(d) for d in drop)]
+    items = [it for _, it in kept]
+    result: dict = {"variant": variant, "base_examples": len(items), "mix": _mix([m for m, _ in kept])}
+    print(json.dumps(result), flush=True)
+
+    model = new_model(work)
+    result["base"] = xe_train.train(
+        model, items, epochs=args.base_epochs, steps=args.base_steps, lr=args.lr, seed=args.seed,
+        token_budget=args.token_budget, pad_id=pad, device=device,
+        time_budget=args.base_minutes * 60 if args.base_minutes else None,
+        log=out / "base_log.jsonl", checkpoint=out / "base.pt", resume=args.resume)
+    print(json.dumps({"variant": variant, "base": result["base"]}), flush=True)
+    base_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    token_sets = ("ragtruth_qa_dev", "paraphrase_en", "paraphrase_ru", "paraphrase_ru_b", "paraphrase_zh")
+    base_eval = evaluate(model, data, pad, device, ())
+    result["base_summary"] = summary(base_eval)
+    (out / "result.json").write_text(json.dumps(result, indent=1))
+    print(json.dumps({"variant": variant, "base_summary": result["base_summary"]}), flush=True)
+
+    rag_meta, rag_items = data["ragtruth"]
+    rag = [(m, it) for m, it in zip(rag_meta, rag_items) if it is not None]
+    rng = random.Random(args.seed)
+    oof = []
+    eval_rag_meta, eval_rag_items = data["eval/ragtruth_qa_dev"]
+    handwritten = [it for m, it in kept if m["source"].startswith("paraphrase_train")]
+    for k, fold in enumerate([*range(FOLDS), None]):
+        model.load_state_dict(base_state)
+        train_items = [it for m, it in rag if m["fold"] != fold] + rng.sample(items, min(args.replay, len(items)))
+        fine = xe_train.train(model, train_items + handwritten, epochs=args.fine_epochs, lr=args.fine_lr,
+                              seed=args.seed + k, token_budget=args.token_budget, pad_id=pad, device=device,
+                              steps=args.fine_steps[k] if args.fine_steps else None,
+                              time_budget=args.fine_minutes * 60 if args.fine_minutes else None)
+        (out / "result.json").write_text(json.dumps(result, indent=1))
+        if fold is None:
+            result["final"] = fine
+            break
+        held = [i for i, m in enumerate(eval_rag_meta) if m["fold"] == fold]
+        rows = scores_of(model, ([eval_rag_meta[i] for i in held], [eval_rag_items[i] for i in held]), pad, device, True)
+        oof += rows
+        result.setdefault("cv", []).append({"fold": fold, **fine, "auc": auc(rows)})
+        print(json.dumps({"variant": variant, "fold": fold, **fine, "auc": auc(rows)}), flush=True)
+    result["cv_auc"] = auc(oof)
+    final_eval = evaluate(model, data, pad, device, token_sets)
+    result["final_summary"] = summary(final_eval)
+    print(json.dumps({"variant": variant, "cv_auc": result["cv_auc"], "final_summary": result["final_summary"]}), flush=True)
+    state = {k: v.detach().float().cpu().numpy().astype(np.float16) for k, v in model.state_dict().items()
+             if k != "word.weight"}
+    np.savez(out / "final.npz", **state)
+    (out / "result.json").write_text(json.dumps(result, indent=1))
+    with lzma.open(out / "predictions.json.xz", "wt") as f:
+        json.dump({"base": base_eval, "cv_oof": oof, "final": final_eval}, f)
+
+
+def _mix(meta: list[dict]) -> dict:
+    out: dict[str, list[int]] = {}
+    for m in meta:
+        key = m["source"].split("/")[0] + "/" + m["language"]
+        out.setdefault(key, [0, 0])[int(m["label"])] += 1
+    return dict(sorted(out.items()))
+
+
+def collect(work: Path, out: Path, keep: int, part_bytes: int = 15 * 2**20) -> None:
+    """What comes back from a lent machine: every variant's results in one tar, and the weights of the
+    ``keep`` best (out-of-fold AUC + mean paraphrase pairwise) cut into parts of ``part_bytes``."""
+    import tarfile
+
+    out.mkdir(parents=True, exist_ok=True)
+    ranked = []
+    with tarfile.open(out / "results.tar", "w") as tar:
+        for run in sorted((work / "runs").iterdir()):
+            for name in ("result.json", "predictions.json.xz", "base_log.jsonl"):
+                if (run / name).exists():
+                    tar.add(run / name, arcname=f"{run.name}/{name}")
+            r = json.loads((run / "result.json").read_text()) if (run / "result.json").exists() else {}
+            if "final_summary" in r and (run / "final.npz").exists():
+                pairwise = [v["pairwise"] for k, v in r["final_summary"].items() if k.startswith("paraphrase_")]
+                ranked.append((r["cv_auc"] + float(np.mean(pairwise)), run))
+    for _, run in sorted(ranked, reverse=True)[:keep]:
+        blob = (run / "final.npz").read_bytes()
+        for i in range(0, len(blob), part_bytes):
+            (out / f"{run.name}.npz.part{i // part_bytes}").write_bytes(blob[i:i + part_bytes])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("step", choices=["tokenize", "train", "collect"])
+    parser.add_argument("--work", type=Path, default=ROOT / ".cache" / "xe")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--variant", default="full", choices=sorted(VARIANTS))
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--lr", type=float, default=5e-5)
+    parser.add_argument("--fine-lr", type=float, default=3e-5)
+    parser.add_argument("--base-epochs", type=float, default=2.0)
+    parser.add_argument("--base-steps", type=int, default=None, help="replay a run: the steps it reached")
+    parser.add_argument("--base-minutes", type=float, default=None, help="cut stage 1 to this time (GPU runs)")
+    parser.add_argument("--fine-epochs", type=float, default=2.0)
+    parser.add_argument("--fine-minutes", type=float, default=None, help="cut each fine-tune to this time (GPU runs)")
+    parser.add_argument("--fine-steps", type=lambda v: [int(x) for x in v.split(",")], default=None,
+                        help="replay a run: the steps each of the 6 fine-tunes reached (folds 0-4, final)")
+    parser.add_argument("--replay", type=int, default=3000,
+                        help="base examples mixed into every fine-tune on RAGTruth: the pairs stay in every stage")
+    parser.add_argument("--token-budget", type=int, default=16384)
+    parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--out", type=Path, default=None, help="collect: where the results go")
+    parser.add_argument("--keep", type=int, default=2, help="collect: how many variants' weights come back")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    if args.step == "tokenize":
+        tokenize(args.work, args.workers)
+    elif args.step == "collect":
+        collect(args.work, args.out or args.work / "collected", args.keep)
+    else:
+        train_variant(args.work, args.variant, args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
