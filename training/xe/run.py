@@ -50,6 +50,7 @@ sys.path.insert(0, str(ROOT / "training"))
 
 import torch  # noqa: E402
 
+from groundtrace.detector import aggregate  # noqa: E402
 from groundtrace.detector.tokenizer import XETokenizer  # noqa: E402
 from xe import e5_file, model as xe_model, train as xe_train  # noqa: E402
 
@@ -86,13 +87,14 @@ def _init_worker(work: str) -> None:
 
 def _featurize(ex: dict):
     assert _worker_tokenizer is not None
-    if "claims" in ex:  # a measurement record: windows, and which tokens the metric reads
+    if "claims" in ex:  # a measurement record: windows, and the claim each word token belongs to (-1: none)
         item = xe_train.featurize_record(_worker_tokenizer, ex)
         enc = _worker_tokenizer.encode(ex["answer"])
-        inside = np.zeros(len(enc), dtype=bool)
-        for s, e in ex["claims"]:
-            inside |= (enc.starts < e) & (enc.ends > s)
-        return item, inside & enc.word_tokens(ex["answer"]), enc.starts, enc.ends
+        words = enc.word_tokens(ex["answer"])
+        claim_of = np.full(len(enc), -1, dtype=np.int32)
+        for c, (s, e) in reversed(list(enumerate(ex["claims"]))):
+            claim_of[(enc.starts < e) & (enc.ends > s) & words] = c
+        return item, claim_of, enc.starts, enc.ends, len(ex["claims"])
     return xe_train.featurize(_worker_tokenizer, ex)
 
 
@@ -123,19 +125,22 @@ def new_model(work: Path, layers: int = LAYERS):
 
 
 def scores_of(model, records: tuple[list[dict], list], pad_id: int, device: str, with_tokens: bool) -> list[dict]:
-    """Each record's score as the metric computes it: the maximum P(unsupported) over the word tokens
-    of its claims (0 with no claims); the per-token probabilities too where asked."""
+    """Each record's score as the metric computes it (groundtrace.detector.aggregate over its claims),
+    its maximum token probability, and the per-token probabilities too where asked."""
     meta, items = records
     probabilities = xe_train.token_probabilities(model, [it[0] for it in items], pad_id, device)
     out = []
-    for m, (item, scored, starts, ends), p in zip(meta, items, probabilities):
+    for m, (item, claim_of, starts, ends, claims), p in zip(meta, items, probabilities):
+        scored = claim_of >= 0
         row = {"id": m["id"], "label": m["label"], "language": m.get("language"),
-               "score": round(float(p[scored].max()) if scored.any() else 0.0, 5)}
+               "score": round(aggregate.answer_probability(aggregate.claim_probabilities(p, claim_of, claims)), 5),
+               "max": round(float(p[scored].max()) if scored.any() else 0.0, 5)}
         if m.get("fold") is not None:
             row["fold"] = m["fold"]
         if with_tokens:
             row["p"] = [round(float(x), 4) for x in p]
             row["scored"] = scored.astype(int).tolist()
+            row["claim_of"] = claim_of.tolist()
             row["starts"], row["ends"] = starts.tolist(), ends.tolist()
         out.append(row)
     return out
@@ -191,7 +196,7 @@ def train_variant(work: Path, variant: str, args) -> None:
     result["base"] = xe_train.train(
         model, items, epochs=args.base_epochs, steps=args.base_steps, lr=args.lr, seed=args.seed,
         token_budget=args.token_budget, pad_id=pad, device=device,
-        time_budget=args.base_minutes * 60 if args.base_minutes else None,
+        time_budget=args.base_minutes * 60 if args.base_minutes else None, response_weight=args.response_weight,
         log=out / "base_log.jsonl", checkpoint=out / "base.pt", resume=args.resume)
     print(json.dumps({"variant": variant, "base": result["base"]}), flush=True)
     base_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
@@ -210,8 +215,9 @@ def train_variant(work: Path, variant: str, args) -> None:
     for k, fold in enumerate([*range(FOLDS), None]):
         model.load_state_dict(base_state)
         train_items = [it for m, it in rag if m["fold"] != fold] + rng.sample(items, min(args.replay, len(items)))
-        fine = xe_train.train(model, train_items + handwritten, epochs=args.fine_epochs, lr=args.fine_lr,
-                              seed=args.seed + k, token_budget=args.token_budget, pad_id=pad, device=device,
+        fine = xe_train.train(model, train_items + handwritten * args.handwritten_repeat, epochs=args.fine_epochs,
+                              lr=args.fine_lr, seed=args.seed + k, token_budget=args.token_budget, pad_id=pad,
+                              device=device, response_weight=args.response_weight,
                               steps=args.fine_steps[k] if args.fine_steps else None,
                               time_budget=args.fine_minutes * 60 if args.fine_minutes else None)
         (out / "result.json").write_text(json.dumps(result, indent=1))
@@ -285,6 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fine-minutes", type=float, default=None, help="cut each fine-tune to this time (GPU runs)")
     parser.add_argument("--fine-steps", type=lambda v: [int(x) for x in v.split(",")], default=None,
                         help="replay a run: the steps each of the 6 fine-tunes reached (folds 0-4, final)")
+    parser.add_argument("--response-weight", type=float, default=0.5, help="weight of the answer-level loss")
+    parser.add_argument("--handwritten-repeat", type=int, default=1,
+                        help="times the hand-written training pairs are read in each fine-tune")
     parser.add_argument("--replay", type=int, default=3000,
                         help="base examples mixed into every fine-tune on RAGTruth: the pairs stay in every stage")
     parser.add_argument("--token-budget", type=int, default=16384)
