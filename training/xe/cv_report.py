@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT / "training"))
 from xe.data import read_jsonl  # noqa: E402
 from xe.examples import DATA  # noqa: E402
 
+from groundtrace.detector.aggregate import answer_probability, claim_probabilities  # noqa: E402
 from groundtrace.classification import best_f1_threshold, confusion, reliability, roc_auc  # noqa: E402
 
 
@@ -94,6 +95,10 @@ def main(argv: list[str] | None = None) -> int:
     # as the metric reads them: the word tokens (a letter or digit) of the answer's claims
     probs = [np.asarray(p["p"])[np.asarray(p["scored"], dtype=bool)] for p in preds]
     report: dict = {"records": len(preds), "hallucinated": int(labels.sum())}
+    # as grounding-3 reads them (groundtrace.detector.aggregate): claims, then a noisy-OR over claims
+    claims_scores = np.array([answer_probability(claim_probabilities(np.asarray(p["p"]), np.asarray(p["claim_of"]),
+                                                                     max(p["claim_of"], default=-1) + 1)) for p in preds])
+    report["claims"], report["claims_threshold"] = cross_validated(claims_scores, labels, folds)
     for how in ("max", "top-2", "top-3", "top-5"):
         scores = np.array([aggregate(p, how) for p in probs])
         report[how], report[f"{how}_threshold"] = cross_validated(scores, labels, folds)
@@ -122,16 +127,16 @@ def main(argv: list[str] | None = None) -> int:
         for name in ("grounding", "lexical"):
             v = np.array([old[p["id"]][name] for p in preds])
             report[f"old_{name}"] = cross_validated(v if name == "grounding" else -v, labels, folds)[0]
-        clipped = np.clip(max_scores, 1e-4, 1 - 1e-4)
+        clipped = np.clip(claims_scores, 1e-4, 1 - 1e-4)
         x = np.column_stack([np.log(clipped / (1 - clipped)), [old[p["id"]]["lexical"] for p in preds]])
         stacked = np.zeros(len(preds))
         for f in np.unique(folds):
             lr = LogisticRegression().fit(x[folds != f], labels[folds != f])
             stacked[folds == f] = lr.predict_proba(x[folds == f])[:, 1]
         report["stacked_with_lexical"] = cross_validated(stacked, labels, folds)[0]
-    report["reliability_max"] = reliability(labels, max_scores, 10)
-    write_reliability_svg(labels, max_scores, args.svg)
-    print(json.dumps({k: v for k, v in report.items() if k != "reliability_max"}, indent=1))
+    report["reliability"] = reliability(labels, claims_scores, 10)
+    write_reliability_svg(labels, claims_scores, args.svg)
+    print(json.dumps({k: v for k, v in report.items() if k != "reliability"}, indent=1))
     (args.run / "cv_report.json").write_text(json.dumps(report, indent=1))
     return 0
 

@@ -6,9 +6,11 @@ question and contexts together with the answer and gives every answer token P(un
     claims   = the answer's sentences, long ones cut at clause joints (lead-ins, citations and
                refusals are not claims)
     p_t      = P(token t unsupported), the minimum over the context windows that read it
-    p_claim  = max of p_t over the claim's tokens that hold a letter or digit
-    value    = max over the claims                                     higher = more hallucinated
-    spans    = runs of tokens with p_t >= threshold, widened to whole words
+    p_claim  = max of p_t over the claim's tokens that hold a letter or digit (or, where the model
+               card says "aggregation": "claims-top3-noisy-or", the mean of its top 3)
+    value    = max over the claims (or their noisy-OR)                  higher = more hallucinated
+    spans    = runs of tokens with p_t >= the span threshold (the card's, else the verdict's),
+               widened to whole words
 
 The model card is docs/grounding-model-card.md; training is training/build_crossencoder.sh.
 """
@@ -20,6 +22,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from groundtrace.detector.aggregate import answer_probability, claim_probability
 from groundtrace.detector.claims import Claim, split_claims
 from groundtrace.detector.crossencoder import MODEL_DIR, CrossEncoder, TokenScores, shared_crossencoder
 from groundtrace.metrics.base import Metric, Result
@@ -27,6 +30,9 @@ from groundtrace.record import Record
 from groundtrace.score import Span
 
 CARD_FILE = MODEL_DIR / "grounding.json"
+# How a model's card says its token probabilities become claims and a value: "max" (grounding-2: the
+# highest token of the highest claim) unless the card names the aggregation it was measured with.
+NOISY_OR = "claims-top3-noisy-or"
 
 
 @lru_cache(maxsize=1)
@@ -64,12 +70,15 @@ class GroundingMetric(Metric):
                           {"claims": [_claim_detail(c, 1.0) for c in claims]})
         scores = self.model.score(record.question, contexts, record.answer)
         words = scores.encoding.word_tokens(record.answer)
-        claim_p = [_claim_probability(scores, c, words) for c in claims]
-        value = max(claim_p)
-        spans = _spans(record.answer, scores, self.threshold, claims, words)
+        noisy_or = model_card().get("aggregation") == NOISY_OR
+        claim_p = [_claim_probability(scores, c, words, noisy_or) for c in claims]
+        value = answer_probability(claim_p) if noisy_or else max(claim_p)
+        # spans read token probabilities: a card measured with another aggregation fits their threshold apart
+        span_threshold = float(model_card().get("span_threshold", self.threshold))
+        spans = _spans(record.answer, scores, span_threshold, claims, words)
         return Result(
             value=value,
-            reason=_reason(value, claims, claim_p, spans, self.threshold),
+            reason=_reason(value, claims, claim_p, spans, self.threshold, span_threshold),
             spans=spans,
             details={
                 "claims": [_claim_detail(c, p) for c, p in zip(claims, claim_p)],
@@ -86,10 +95,13 @@ def _in_claims(starts: np.ndarray, ends: np.ndarray, claims: list[Claim]) -> np.
     return inside
 
 
-def _claim_probability(scores: TokenScores, claim: Claim, words: np.ndarray) -> float:
+def _claim_probability(scores: TokenScores, claim: Claim, words: np.ndarray, top_tokens: bool) -> float:
     enc = scores.encoding
     inside = (enc.starts < claim.end) & (enc.ends > claim.start) & words
-    return float(scores.p_unsupported[inside].max()) if inside.any() else 0.0
+    if not inside.any():
+        return 0.0
+    p = scores.p_unsupported[inside]
+    return claim_probability(p) if top_tokens else float(p.max())
 
 
 def _spans(answer: str, scores: TokenScores, threshold: float, claims: list[Claim], words: np.ndarray) -> list[Span]:
@@ -130,11 +142,15 @@ def _claim_detail(claim: Claim, p: float) -> dict:
     return {"start": claim.start, "end": claim.end, "p_unsupported": round(p, 4)}
 
 
-def _reason(value: float, claims: list[Claim], claim_p: list[float], spans: list[Span], threshold: float) -> str:
-    flagged = [(c, p) for c, p in zip(claims, claim_p) if p >= threshold]
-    if not flagged:
+def _reason(value: float, claims: list[Claim], claim_p: list[float], spans: list[Span], threshold: float,
+            span_threshold: float) -> str:
+    if value < threshold:
         return f"all {len(claims)} claims look supported by the contexts (highest P(unsupported) {value:.2f})"
-    worst = max(spans, key=lambda s: s.score or 0.0) if spans else None
-    quoted = worst.text if worst is None or len(worst.text) <= 120 else worst.text[:117] + "…"
-    return (f"{len(flagged)} of {len(claims)} claims look unsupported by the contexts; "
+    flagged = sum(p >= span_threshold for p in claim_p)
+    if not spans:
+        return (f"the {len(claims)} claims together look doubtful (P(unsupported) {value:.2f}), "
+                "though no single phrase stands out")
+    worst = max(spans, key=lambda s: s.score or 0.0)
+    quoted = worst.text if len(worst.text) <= 120 else worst.text[:117] + "…"
+    return (f"{flagged} of {len(claims)} claims look unsupported by the contexts; "
             f"the least supported phrase (P={value:.2f}): \"{quoted}\"")
