@@ -18,6 +18,7 @@ def assert_grounded(answer: str, contexts: Sequence[Any], question: str | None =
     Raises AssertionError when the answer is flagged, with the value, the threshold, the reason and
     the flagged text in the message, and also when it cannot be scored (an empty answer, say): a
     check that could not run must not pass."""
+    __tracebackhide__ = True  # pytest shows the caller's line and this message, not this function's body
     scorer = get_metric(metric, **options)
     texts = [contexts] if isinstance(contexts, str) else list(contexts)
     score = scorer.score({"question": question, "answer": answer, "contexts": texts})

@@ -22,6 +22,7 @@ from typing import Any
 from groundtrace import Score, get_metric
 from groundtrace.metrics import Metric
 from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
+from llama_index.core.prompts.mixin import PromptDictType
 
 
 class GroundtraceEvaluator(BaseEvaluator):
@@ -38,7 +39,15 @@ class GroundtraceEvaluator(BaseEvaluator):
         # a mapping, not a Record: the metric turns a wrong type into an error Score naming the field
         score = self.metric.score({"question": query, "answer": response, "contexts": contexts,
                                    "reference": kwargs.get("reference")})
-        return evaluation_result(score, query=query, response=response, contexts=contexts)
+        texts = contexts if contexts is not None and all(isinstance(c, str) for c in contexts) else None
+        return evaluation_result(score, query=query, response=response, contexts=texts)
+
+    # a metric has no prompts for LlamaIndex to show or replace (a judge metric's are files of groundtrace's)
+    def _get_prompts(self) -> PromptDictType:
+        return {}
+
+    def _update_prompts(self, prompts: PromptDictType) -> None:
+        pass
 
     async def aevaluate(self, query: str | None = None, response: str | None = None,
                         contexts: Sequence[str] | None = None, **kwargs: Any) -> EvaluationResult:
