@@ -1,6 +1,5 @@
 """groundtrace.evaluators.mlflow_scorer inside `mlflow.genai.evaluate`, on a real MLflow sqlite store: the
-Feedback of each row is read back from its trace (lexical values by hand: the copy of the only context
-1.0, no keyword found 0.0). Contexts come from the trace's retriever span when the app is traced, else
+Feedback of each row is read back from its trace (lexical values by hand: tests/hand_checked.py). Contexts come from the trace's retriever span when the app is traced, else
 from inputs["contexts"]."""
 
 from __future__ import annotations
@@ -14,25 +13,14 @@ mlflow = pytest.importorskip("mlflow")
 pytest.importorskip("mlflow.genai")
 
 from groundtrace.evaluators import mlflow_scorer  # noqa: E402
-
-CONTEXT = "The library opens at nine every morning."
-ZEBRAS = "Zebras gallop quickly across savannas."
-ZEBRAS_REASON = ("grounding 0.00: 0% of the answer's keywords occur in the contexts, BLEU 0.00; 3 keyword(s) not "
-                 "found in any context: gallop, savannas, zebras")
-ZEBRAS_SPANS = [{"start": 0, "end": 6, "text": "Zebras", "label": "unexpected word"},
-                {"start": 7, "end": 13, "text": "gallop", "label": "unexpected word"},
-                {"start": 29, "end": 37, "text": "savannas", "label": "unexpected word"}]
+from tests.hand_checked import CONTEXT, COPY, COPY_REASON, ZEBRAS, ZEBRAS_REASON, ZEBRAS_SPANS  # noqa: E402
+from tests.mlflow_store import sqlite_tracking  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
 def sqlite_store(tmp_path_factory) -> Iterator[str]:
-    previous = mlflow.get_tracking_uri()
-    folder = tmp_path_factory.mktemp("mlflow-eval")
-    uri = f"sqlite:///{folder}/mlflow.db"
-    mlflow.set_tracking_uri(uri)
-    mlflow.set_experiment(experiment_id=mlflow.create_experiment("groundtrace-evaluate", (folder / "artifacts").as_uri()))
-    yield uri
-    mlflow.set_tracking_uri(previous)
+    with sqlite_tracking(tmp_path_factory.mktemp("mlflow-eval"), "groundtrace-evaluate") as uri:
+        yield uri
 
 
 def feedback_by_question(result) -> dict[str, dict]:
@@ -47,15 +35,14 @@ def feedback_by_question(result) -> dict[str, dict]:
 
 def test_rows_with_inputs_and_outputs_get_a_feedback_with_value_rationale_and_spans() -> None:
     data = [
-        {"inputs": {"question": "When does the library open?", "contexts": [CONTEXT]}, "outputs": {"answer": CONTEXT}},
+        {"inputs": {"question": "When does the library open?", "contexts": [CONTEXT]}, "outputs": {"answer": COPY}},
         {"inputs": {"question": "What lives on the savanna?", "contexts": [CONTEXT]}, "outputs": ZEBRAS},
     ]
     result = mlflow.genai.evaluate(data=data, scorers=[mlflow_scorer("lexical")])
 
     found = feedback_by_question(result)
     library, savanna = found["When does the library open?"], found["What lives on the savanna?"]
-    assert (library.value, library.rationale) == (1.0, "grounding 1.00: 100% of the answer's keywords occur in the "
-                                                       "contexts, BLEU 1.00")
+    assert (library.value, library.rationale) == (1.0, COPY_REASON)
     assert (savanna.value, savanna.rationale) == (0.0, ZEBRAS_REASON)
     assert savanna.source.source_type == "CODE" and savanna.source.source_id == "groundtrace"
     assert {k: savanna.metadata[k] for k in ("label", "hallucinated", "threshold", "higher_is_better")} == {

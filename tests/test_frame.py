@@ -1,5 +1,5 @@
 """groundtrace.score_frame: a DataFrame in any layout, back with <metric>, <metric>_flagged, <metric>_reason
-and <metric>_spans per metric (lexical values by hand, as in test_layouts)."""
+and <metric>_spans per metric (lexical values by hand: tests/hand_checked.py)."""
 
 from __future__ import annotations
 
@@ -11,21 +11,15 @@ import pytest
 import groundtrace
 from groundtrace._extras import MissingExtraError
 from groundtrace.layouts import LayoutError
+from tests.hand_checked import CONTEXT, COPY, ZEBRAS, ZEBRAS_REASON, ZEBRAS_SPANS
 
 pd = pytest.importorskip("pandas", reason="the pandas extra is not installed: pip install 'groundtrace[pandas]'")
 
-CONTEXT = "The library opens at nine every morning."
-ZEBRAS = "Zebras gallop quickly across savannas."
 RAGAS = [
-    {"user_input": "When does the library open?", "retrieved_contexts": [CONTEXT], "response": CONTEXT},
+    {"user_input": "When does the library open?", "retrieved_contexts": [CONTEXT], "response": COPY},
     {"user_input": "What lives on the savanna?", "retrieved_contexts": [CONTEXT], "response": ZEBRAS},
     {"user_input": "And then?", "retrieved_contexts": [CONTEXT], "response": None},
 ]
-ZEBRAS_REASON = ("grounding 0.00: 0% of the answer's keywords occur in the contexts, BLEU 0.00; 3 keyword(s) not "
-                 "found in any context: gallop, savannas, zebras")
-ZEBRAS_SPANS = [{"start": 0, "end": 6, "text": "Zebras", "label": "unexpected word"},
-                {"start": 7, "end": 13, "text": "gallop", "label": "unexpected word"},
-                {"start": 29, "end": 37, "text": "savannas", "label": "unexpected word"}]
 MISSING = "the record has no 'answer' (the generated answer), which metric 'lexical' needs"
 
 

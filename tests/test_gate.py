@@ -12,14 +12,14 @@ from typer.testing import CliRunner
 
 from groundtrace.cli import app
 from groundtrace.gate import Gate
+from tests.hand_checked import CONTEXT, COPY, ZEBRAS
 
 runner = CliRunner()
-CONTEXT = "The library opens at nine every morning."
-# lexical by hand: the copy scores 1.0, the two answers with none of their keywords in the context 0.0
-# (flagged below 0.4), the empty answer cannot be scored: 3 of 4 count against a lexical gate
+# lexical by hand (tests/hand_checked.py): the copy scores 1.0, the two answers with none of their keywords in
+# the context 0.0 (flagged below 0.4), the empty answer cannot be scored: 3 of 4 count against a lexical gate
 ROWS = [
-    {"id": "copy", "contexts": [CONTEXT], "answer": CONTEXT},
-    {"id": "zebras", "contexts": [CONTEXT], "answer": "Zebras gallop quickly across savannas."},
+    {"id": "copy", "contexts": [CONTEXT], "answer": COPY},
+    {"id": "zebras", "contexts": [CONTEXT], "answer": ZEBRAS},
     {"id": "comets", "contexts": [CONTEXT], "answer": "Comets orbit distant stars."},
     {"id": "empty", "contexts": [CONTEXT], "answer": ""},
 ]

@@ -1,6 +1,6 @@
 """score, bench and report read RAGAS (>= 0.2 and older) and DeepEval data as it is, from JSONL, CSV and
-Parquet: each layout's fields land in the same Record, and the same lexical values come out (hand-checked:
-an answer that copies one of its two contexts scores 0.7; one whose keywords are all absent scores 0.0)."""
+Parquet: each layout's fields land in the same Record, and the same lexical values come out (worked out by
+hand in tests/hand_checked.py)."""
 
 from __future__ import annotations
 
@@ -15,21 +15,17 @@ from typer.testing import CliRunner
 from groundtrace.cli import app
 from groundtrace.io import map_rows, read_layout
 from groundtrace.layouts import LAYOUT_NAMES, LayoutError, detect, resolve
+from tests.hand_checked import CONTEXT, COPY, OTHER, ZEBRAS
 
 pq = pytest.importorskip("pyarrow.parquet", reason="the parquet extra is not installed: pip install 'groundtrace[parquet]'")
 import pyarrow as pa  # noqa: E402
 
 runner = CliRunner()
 
-CONTEXT = "The library opens at nine every morning."
-GROUNDED = {"question": "When does the library open?", "contexts": [CONTEXT, "It closes at six."],
-            "answer": CONTEXT, "reference": "At nine."}
-UNGROUNDED = {"question": "What lives on the savanna?", "contexts": [CONTEXT],
-              "answer": "Zebras gallop quickly across savannas.", "reference": "Zebras."}
+GROUNDED = {"question": "When does the library open?", "contexts": [CONTEXT, OTHER], "answer": COPY, "reference": "At nine."}
+UNGROUNDED = {"question": "What lives on the savanna?", "contexts": [CONTEXT], "answer": ZEBRAS, "reference": "Zebras."}
 RECORDS = [GROUNDED, UNGROUNDED]
-# by hand (lexical = (0.6·B + 0.4·J)·(1 − P)): the first answer copies one of its two contexts, so BLEU is 1 and 0
-# (B = 0.5), every keyword is found (J = 1, P = 0): 0.7; the second has none of its keywords (gallop, savannas,
-# zebras) in its context: J = 0, B = 0, 0.0
+# by hand (tests/hand_checked.py): a copy of one of two contexts 0.7, ZEBRAS 0.0
 LEXICAL = [(pytest.approx(0.7), False), (0.0, True)]
 
 
