@@ -1,6 +1,6 @@
 """groundtrace.evaluators.mlflow_scorer inside `mlflow.genai.evaluate`, on a real MLflow sqlite store: the
-Feedback of each row is read back from its trace (lexical values by hand: tests/hand_checked.py). Contexts come from the trace's retriever span when the app is traced, else
-from inputs["contexts"]."""
+Feedback of each row is read back from its trace (lexical values by hand: tests/hand_checked.py). Contexts
+come from the trace's retriever span when the app is traced, else from inputs["contexts"]."""
 
 from __future__ import annotations
 

@@ -98,8 +98,10 @@ def test_a_file_that_fits_two_layouts_is_refused_naming_both_and_schema_settles_
     result = runner.invoke(app, ["score", str(source), "-m", "lexical", "-o", str(out)])
     assert result.exit_code == 2
     message = " ".join(result.output.split())
-    assert "fit more than one layout: keys found: answer, id, label, reference, response, retrieved_contexts, user_input;" in message
-    assert "they fit groundtrace (reads answer, reference) and ragas (reads reference, response, retrieved_contexts, user_input)" in message
+    assert ("fit more than one layout: keys found: answer, id, label, reference, response, retrieved_contexts, "
+            "user_input;") in message
+    assert ("they fit groundtrace (reads answer, reference) and ragas (reads reference, response, retrieved_contexts, "
+            "user_input)") in message
     assert not out.exists()
 
     result = runner.invoke(app, ["score", str(source), "-m", "lexical", "-o", str(out), "--schema", "ragas"])
@@ -119,9 +121,11 @@ def test_detection_prefers_the_layout_that_reads_more_and_treats_alike_readings_
 
 
 def test_a_forced_schema_must_fit_and_must_exist() -> None:
-    with pytest.raises(LayoutError, match=r"schema deepeval: the records have no 'actual_output' \(the answer\); keys found: answer"):
+    with pytest.raises(LayoutError, match=r"schema deepeval: the records have no 'actual_output' \(the answer\); "
+                                          r"keys found: answer"):
         resolve({"answer"}, "deepeval")
-    with pytest.raises(LayoutError, match="unknown layout 'ragas2'; choose one of auto, groundtrace, ragas, ragas-legacy, deepeval"):
+    with pytest.raises(LayoutError, match="unknown layout 'ragas2'; choose one of auto, groundtrace, ragas, "
+                                          "ragas-legacy, deepeval"):
         resolve({"answer"}, "ragas2")
 
 

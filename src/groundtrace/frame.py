@@ -23,7 +23,7 @@ COLUMN_SUFFIXES = ("", "_flagged", "_reason", "_spans")
 def _plain(value: Any, pd: Any) -> Any:
     """A cell as the plain Python value a Record takes: numpy arrays (a list column read from Parquet)
     as lists, numpy scalars as numbers, and pandas' missing markers (NaN, NaT, NA, None) as None."""
-    if isinstance(value, (list, tuple)) or getattr(value, "ndim", 0):
+    if isinstance(value, (list, tuple)) or getattr(value, "ndim", None):
         return [_plain(item, pd) for item in value]
     if isinstance(value, (str, dict)):
         return value

@@ -165,7 +165,7 @@ def detect(keys: Collection[str], where: str = "the records") -> Layout:
         raise LayoutError(f"{where} fit no known layout: keys found: {_listed(keys)}; each layout needs its answer key "
                           f"({', '.join(f'{layout.name}: {layout.answer_key}' for layout in LAYOUTS)}); layouts known: "
                           f"{known_layouts()}. Rename the keys, or force a layout with --schema NAME (schema= in Python)")
-    both = " and ".join(f"{layout.name} (reads {_listed(key for key, _ in readings[layout.name])})"
+    both = " and ".join(f"{layout.name} (reads {_listed([key for key, _ in readings[layout.name]])})"
                         for layout in distinct.values())
     raise LayoutError(f"{where} fit more than one layout: keys found: {_listed(keys)}; they fit {both}. "
                       f"Choose one with --schema NAME (schema= in Python): {', '.join(LAYOUT_NAMES)}")

@@ -11,10 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from groundtrace_llamaindex import GroundtraceEvaluator
 from li_support import ANSWER, CONTEXTS, QUESTION, TOP_K, ScriptedLLM
 from llama_index.core.evaluation import BatchEvalRunner, EvaluationResult
-
-from groundtrace_llamaindex import GroundtraceEvaluator
 
 BASELESS_QUESTION = "Кто живёт в саванне?"
 BASELESS = "Zebras gallop quickly across savannas."

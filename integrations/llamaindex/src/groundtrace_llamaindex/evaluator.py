@@ -19,10 +19,11 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from groundtrace import Score, get_metric
-from groundtrace.metrics import Metric
 from llama_index.core.evaluation import BaseEvaluator, EvaluationResult
 from llama_index.core.prompts.mixin import PromptDictType
+
+from groundtrace import Score, get_metric
+from groundtrace.metrics import Metric
 
 
 class GroundtraceEvaluator(BaseEvaluator):
