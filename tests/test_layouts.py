@@ -177,6 +177,18 @@ def test_report_joins_labels_in_a_ragas_csv_by_id(tmp_path) -> None:
                                  "--schema", "ragas"])
     assert result.exit_code == 0, result.output
     assert "2 records, 2 with gold labels" in result.output
-    none = write(tmp_path / "none.jsonl", [{"id": "r0", "output": "y", "label": 0}])
-    result = runner.invoke(app, ["report", str(scores), "--labels", str(none)])
-    assert result.exit_code == 2 and "fit no known layout" in result.output
+    both = write(tmp_path / "both.jsonl", [{"id": "r0", "answer": "x", "response": "y", "label": 0}])
+    result = runner.invoke(app, ["report", str(scores), "--labels", str(both)])
+    assert result.exit_code == 2 and "fit more than one layout" in result.output
+
+
+def test_report_labels_may_be_labels_alone_joined_by_id(tmp_path) -> None:
+    source = write(tmp_path / "ragas.jsonl", labelled("ragas"))
+    scores = tmp_path / "scores.jsonl"
+    assert runner.invoke(app, ["score", str(source), "-m", "lexical", "-o", str(scores)]).exit_code == 0
+    labels = write(tmp_path / "labels.csv", [{"id": "r0", "label": 0}, {"id": "r1", "label": 1}])
+    result = runner.invoke(app, ["report", str(scores), "-o", str(tmp_path / "r.html"), "--labels", str(labels)])
+    assert result.exit_code == 0, result.output
+    assert "2 records, 2 with gold labels" in result.output
+    with pytest.raises(LayoutError, match="fit no known layout"):  # to be scored or benched, a file needs answers
+        read_layout(labels)

@@ -105,14 +105,15 @@ class LayoutRows:
     no rows to tell it by: it is empty, or no line of it is a JSON object)."""
 
     layout: Layout | None
-    rows: Iterator[dict[str, Any] | InvalidInput]
+    rows: Iterator[Mapping[str, Any] | InvalidInput]
 
 
 def map_rows(rows: Iterable[Mapping[str, Any] | InvalidInput], schema: str | None = None,
-             where: str = "the records") -> LayoutRows:
+             where: str = "the records", require_answer: bool = True) -> LayoutRows:
     """``rows`` in groundtrace's names, through the layout ``schema`` names or the one their keys fit
     (:func:`groundtrace.layouts.resolve`). A :class:`~groundtrace.layouts.LayoutError` is raised here,
-    before any row is handed on: a file in no layout, or in two, is never scored into empty scores."""
+    before any row is handed on: a file in no layout, or in two, is never scored into empty scores.
+    ``require_answer=False``: a file of labels (id, label, spans), which may hold no answer at all."""
     iterator = iter(rows)
     head: list[Mapping[str, Any] | InvalidInput] = []
     valid = 0
@@ -122,16 +123,16 @@ def map_rows(rows: Iterable[Mapping[str, Any] | InvalidInput], schema: str | Non
         if valid >= DETECTION_ROWS:
             break
     if not valid:
-        return LayoutRows(None, iter(head))  # type: ignore[arg-type]
-    layout = resolve(keys_with_values(head), schema, where)
+        return LayoutRows(None, iter(head))
+    layout = resolve(keys_with_values(head), schema, where, require_answer)
     return LayoutRows(layout, (row if isinstance(row, InvalidInput) else layout.to_fields(row)
                                for row in chain(head, iterator)))
 
 
-def read_layout(path: str | Path, schema: str | None = None) -> LayoutRows:
+def read_layout(path: str | Path, schema: str | None = None, require_answer: bool = True) -> LayoutRows:
     """The records of a file (JSON Lines, CSV or Parquet; ``-``: JSON Lines on stdin) in groundtrace's
     names, whatever layout the file is in (see :func:`map_rows`)."""
-    return map_rows(read_records(path), schema, where=f"the records of {path}")
+    return map_rows(read_records(path), schema, f"the records of {path}", require_answer)
 
 
 def write_jsonl(rows: Iterable[ScoredRecord], handle: TextIO) -> int:

@@ -92,8 +92,10 @@ class Layout:
         """Every key this layout reads -> the groundtrace field it becomes."""
         return {source.key: name for name, sources in self.fields.items() for source in sources}
 
-    def fits(self, keys: Collection[str]) -> bool:
-        return self.answer_key in keys
+    def fits(self, keys: Collection[str], require_answer: bool = True) -> bool:
+        """Whether ``keys`` hold this layout's answer key (or, for a file of labels that needs no answer,
+        any key it reads)."""
+        return self.answer_key in keys if require_answer else bool(self.reading(keys))
 
     def reading(self, keys: Collection[str]) -> frozenset[tuple[str, str]]:
         """(key, field) of each of ``keys`` this layout reads."""
@@ -151,9 +153,12 @@ def _listed(keys: Collection[str]) -> str:
     return ", ".join(sorted(keys)) or "none"
 
 
-def detect(keys: Collection[str], where: str = "the records") -> Layout:
-    """The one layout that reads ``keys``; :class:`LayoutError` when none or several do."""
-    fitting = [layout for layout in LAYOUTS if layout.fits(keys)]
+def detect(keys: Collection[str], where: str = "the records", require_answer: bool = True) -> Layout:
+    """The one layout that reads ``keys``; :class:`LayoutError` when none or several do. Without
+    ``require_answer`` (a file of labels, joined by id), keys that no layout reads are groundtrace's own."""
+    fitting = [layout for layout in LAYOUTS if layout.fits(keys, require_answer)]
+    if not fitting and not require_answer:
+        return LAYOUTS[0]
     readings = {layout.name: layout.reading(keys) for layout in fitting}
     widest = [layout for layout in fitting if not any(readings[layout.name] < other for other in readings.values())]
     distinct: dict[frozenset[tuple[str, str]], Layout] = {}
@@ -171,12 +176,13 @@ def detect(keys: Collection[str], where: str = "the records") -> Layout:
                       f"Choose one with --schema NAME (schema= in Python): {', '.join(LAYOUT_NAMES)}")
 
 
-def resolve(keys: Collection[str], schema: str | None = None, where: str = "the records") -> Layout:
+def resolve(keys: Collection[str], schema: str | None = None, where: str = "the records",
+            require_answer: bool = True) -> Layout:
     """The layout named by ``schema`` (checked against ``keys``), or the one detected (``None`` or 'auto')."""
     if schema is None or schema == AUTO:
-        return detect(keys, where)
+        return detect(keys, where, require_answer)
     layout = layout_named(schema)
-    if not layout.fits(keys):
+    if require_answer and not layout.fits(keys):
         raise LayoutError(f"schema {layout.name}: {where} have no {layout.answer_key!r} (the answer); keys found: "
                           f"{_listed(keys)}; layouts known: {known_layouts()}")
     return layout

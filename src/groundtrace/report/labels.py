@@ -30,7 +30,7 @@ def load_labels(path: str | Path, schema: str | None = None) -> dict[str, Mappin
     """The rows of a labelled file (JSON Lines, CSV or Parquet, in any layout of groundtrace.layouts;
     ``schema`` forces one) by id; rows without an id cannot be joined and are skipped."""
     rows: dict[str, Mapping[str, Any]] = {}
-    for row in read_layout(path, schema).rows:
+    for row in read_layout(path, schema, require_answer=False).rows:  # labels alone (id, label, spans) will do
         if isinstance(row, InvalidInput):
             raise ValueError(f"{path}: {row.message}")  # noqa: TRY004 (bad content, not a bad argument)
         if row.get("id") is not None:
