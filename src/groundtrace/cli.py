@@ -89,7 +89,7 @@ ActorsOption = Annotated[int, typer.Option("--actors", help="With --engine ray: 
 BatchSizeOption = Annotated[int, typer.Option("--batch-size", help="With --engine ray: records per actor batch.")]
 SchemaOption = Annotated[Optional[str], typer.Option(
     "--schema", help="The records' layout: groundtrace, ragas (>= 0.2: user_input, retrieved_contexts, response, "
-                     "reference), ragas-legacy (question, contexts, answer, ground_truth[s]), deepeval (input, "
+                     "reference), ragas-legacy (question, contexts, answer, ground_truth or ground_truths), deepeval (input, "
                      "actual_output, retrieval_context, expected_output). Default: detected from the keys.")]
 
 
