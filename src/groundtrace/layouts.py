@@ -79,7 +79,6 @@ class Source:
 @dataclass(frozen=True)
 class Layout:
     name: str
-    description: str
     #: groundtrace field -> the keys it is read from, the first with a value winning
     fields: Mapping[str, tuple[Source, ...]]
 
@@ -122,16 +121,16 @@ class Layout:
 PASS_THROUGH: dict[str, Callable[[Any], Any]] = {"metadata": _object, "spans": _list, "label": _label}
 
 LAYOUTS: tuple[Layout, ...] = (
-    Layout("groundtrace", "groundtrace's own fields", {
+    Layout("groundtrace", {  # groundtrace's own fields
         "question": (Source("question"),), "contexts": (Source("contexts", _list),),
         "answer": (Source("answer"),), "reference": (Source("reference"),)}),
-    Layout("ragas", "RAGAS >= 0.2 (SingleTurnSample, EvaluationDataset)", {
+    Layout("ragas", {  # RAGAS >= 0.2: SingleTurnSample, EvaluationDataset
         "question": (Source("user_input"),), "contexts": (Source("retrieved_contexts", _list),),
         "answer": (Source("response"),), "reference": (Source("reference"),)}),
-    Layout("ragas-legacy", "RAGAS < 0.2 (ground_truths: its first item, as RAGAS read it)", {
+    Layout("ragas-legacy", {  # RAGAS < 0.2; of ground_truths, the first item, as RAGAS itself read it
         "question": (Source("question"),), "contexts": (Source("contexts", _list),),
         "answer": (Source("answer"),), "reference": (Source("ground_truth"), Source("ground_truths", _first))}),
-    Layout("deepeval", "DeepEval LLMTestCase (retrieval_context, else context)", {
+    Layout("deepeval", {  # DeepEval's LLMTestCase; retrieval_context, else context
         "question": (Source("input"),), "contexts": (Source("retrieval_context", _list), Source("context", _list)),
         "answer": (Source("actual_output"),), "reference": (Source("expected_output"),)}),
 )
