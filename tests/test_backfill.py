@@ -203,7 +203,7 @@ def test_cli_score_from_errors_say_what_to_do(tmp_path: Path) -> None:
     result = runner.invoke(app, ["score", "--from", f"otel-json:{tmp_path}", "-S", "page_size=5"])
     assert result.exit_code == 2 and "the otel-json source has no option page_size" in result.output
     result = runner.invoke(app, ["score"])
-    assert result.exit_code == 2 and "give a JSONL file or --from SOURCE" in result.output
+    assert result.exit_code == 2 and "give a file or --from SOURCE" in result.output
     result = runner.invoke(app, ["score", "--from", "otel-json:x", "--since", "last tuesday"])
     assert result.exit_code == 2 and "neither an ISO date/time nor an age" in result.output
 

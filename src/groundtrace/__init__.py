@@ -1,6 +1,7 @@
 """groundtrace: hallucination and grounding scores for RAG answers."""
 
 from groundtrace.engine import Evaluator, evaluate
+from groundtrace.frame import score_frame
 from groundtrace.metrics import Metric, get_metric, metric_names, register_metric
 from groundtrace.record import Record
 from groundtrace.score import Cost, Score, ScoredRecord, Span
@@ -19,4 +20,5 @@ __all__ = [
     "get_metric",
     "metric_names",
     "register_metric",
+    "score_frame",
 ]

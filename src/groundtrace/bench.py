@@ -21,7 +21,7 @@ import numpy as np
 
 from groundtrace.classification import best_f1_threshold, confusion, roc_auc
 from groundtrace.engine import build_metrics, score_stream
-from groundtrace.io import read_records
+from groundtrace.io import read_layout
 from groundtrace.metrics import Metric
 from groundtrace.record import InvalidInput
 from groundtrace.score import Score
@@ -34,9 +34,11 @@ class Labelled:
     groups: dict[str, str]
 
 
-def load_labelled(path: str | Path, limit: int | None = None) -> list[Labelled]:
+def load_labelled(path: str | Path, limit: int | None = None, schema: str | None = None) -> list[Labelled]:
+    """The labelled rows of ``path`` (JSON Lines, CSV or Parquet, in any layout of groundtrace.layouts;
+    ``schema`` forces one), each under groundtrace's names with its 0/1 ``label``."""
     items: list[Labelled] = []
-    for row in read_records(path):
+    for row in read_layout(path, schema).rows:
         if isinstance(row, InvalidInput):
             raise ValueError(f"{path}: {row.message}")
         label = row.get("label")
@@ -249,14 +251,16 @@ def run_bench(
     limit: int | None = None,
     progress: Callable[[str, int], Callable[[], None] | None] | None = None,
     engine: Mapping[str, Any] | None = None,
+    schema: str | None = None,
 ) -> dict[str, BenchResult]:
     """Bench every metric on ``path``; ``progress(metric_name, total)`` may return a tick callback.
     ``engine``: where the records are scored, as keywords of :func:`groundtrace.engine.score_stream`
-    (e.g. ``{"engine": "ray", "actors": 2}``; default: this process)."""
+    (e.g. ``{"engine": "ray", "actors": 2}``; default: this process). ``schema``: the layout of both
+    files (default: detected from each file's keys)."""
     if threshold is not None and threshold_from is not None:
         raise ValueError("give either a threshold or a file to fit one on, not both")
-    items = load_labelled(path, limit)
-    reference = load_labelled(threshold_from, limit) if threshold_from else None
+    items = load_labelled(path, limit, schema)
+    reference = load_labelled(threshold_from, limit, schema) if threshold_from else None
     results = {}
     for metric in build_metrics(metrics, options):
         cut, source = threshold, ("given" if threshold is not None else None)

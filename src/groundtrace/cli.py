@@ -24,6 +24,7 @@ from groundtrace.config import Settings
 from groundtrace.score import ScoredRecord
 
 if TYPE_CHECKING:
+    from groundtrace.gate import Gate
     from groundtrace.tally import Tally
 
 COMMANDS_GROUP = "groundtrace.commands"  # entry points: sub-commands from other distributions
@@ -86,6 +87,10 @@ AddressOption = Annotated[Optional[str], typer.Option("--address", help="With --
                                                                         "of an existing cluster (default: a local one).")]
 ActorsOption = Annotated[int, typer.Option("--actors", help="With --engine ray: scoring actors (one CPU each).")]
 BatchSizeOption = Annotated[int, typer.Option("--batch-size", help="With --engine ray: records per actor batch.")]
+SchemaOption = Annotated[Optional[str], typer.Option(
+    "--schema", help="The records' layout: groundtrace, ragas (>= 0.2: user_input, retrieved_contexts, response, "
+                     "reference), ragas-legacy (question, contexts, answer, ground_truth or ground_truths), deepeval (input, "
+                     "actual_output, retrieval_context, expected_output). Default: detected from the keys.")]
 
 
 def engine_options(engine: str, address: str | None, actors: int, batch_size: int) -> dict[str, Any]:
@@ -203,17 +208,22 @@ def metrics_command(
 
 
 def _score_file(input_path: str, metrics: str, output: Path | None, workers: int, options: dict,
-                sinks: str | None = None, engine: dict[str, Any] | None = None, keep: int = 0) -> Tally:
+                sinks: str | None = None, engine: dict[str, Any] | None = None, keep: int = 0,
+                schema: str | None = None) -> Tally:
     from groundtrace.engine import score_stream
-    from groundtrace.io import count_records, read_jsonl, read_records
+    from groundtrace.io import count_records, map_rows, read_jsonl, read_layout
     from groundtrace.sinks import emit_all
     from groundtrace.tally import Tally
 
+    # the layout is settled (or the file refused) before a sink is built or a record scored;
+    # a file is streamed (counted first, for the progress bar), stdin can only be read once
+    if input_path == "-":
+        stdin = list(read_jsonl(input_path))
+        items, total = map_rows(stdin, schema, where="the records on stdin").rows, len(stdin)
+    else:
+        items, total = read_layout(input_path, schema).rows, count_records(input_path)
     built = command_line_sinks(sinks)
     tally = Tally(keep=keep)
-    # a file is streamed (counted first, for the progress bar); stdin can only be read once
-    items = list(read_jsonl(input_path)) if input_path == "-" else read_records(input_path)
-    total = len(items) if isinstance(items, list) else count_records(input_path)
     sink = open(output, "w", encoding="utf-8") if output else nullcontext(None)
     try:
         with sink as handle, _progress() as progress:
@@ -320,7 +330,7 @@ def _backfill(spec: str, metrics: str, output: Path | None, workers: int, option
 
 @app.command("score")
 def score_command(
-    input_path: Annotated[Optional[str], typer.Argument(help="JSONL (or .parquet) of records (question, contexts, answer, ...); - for stdin. Or use --from.")] = None,
+    input_path: Annotated[Optional[str], typer.Argument(help="Records (question, contexts, answer, ...; or RAGAS / DeepEval fields, see --schema) as JSONL, .csv or .parquet; - for JSONL on stdin. Or use --from.")] = None,
     source: Annotated[Optional[str], typer.Option("--from", help="Score logged requests instead of a file: otel-json:PATH, phoenix:PROJECT, mlflow:EXPERIMENT, langfuse[:PROJECT], langsmith:PROJECT.")] = None,
     metrics: MetricsOption = "",
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Where to write scored records (JSONL). With --from, appended to: a rerun skips the ids already there.")] = None,
@@ -338,22 +348,32 @@ def score_command(
     address: AddressOption = None,
     actors: ActorsOption = 2,
     batch_size: BatchSizeOption = 64,
+    schema: SchemaOption = None,
+    max_flagged: Annotated[Optional[list[str]], typer.Option("--max-flagged", help="A CI gate, METRIC=SHARE (e.g. grounding=0.1 or grounding=10%): exit 1 when more than SHARE of the records are flagged by METRIC; records it could not score count as flagged (repeatable).")] = None,
 ) -> None:
-    """Score every record of a JSONL file, or the logged requests of a platform (--from), and print a per-metric summary."""
+    """Score every record of a file (JSONL, CSV or Parquet; groundtrace, RAGAS or DeepEval fields), or the logged
+    requests of a platform (--from), and print a per-metric summary; with --max-flagged, exit 1 when a gate fails."""
     if (input_path is None) == (source is None):
-        console.print("[red]error:[/red] give a JSONL file or --from SOURCE (one of the two)")
+        console.print("[red]error:[/red] give a file or --from SOURCE (one of the two)")
         raise typer.Exit(2)
     summary = None
     ray = engine_options(engine, address, actors, batch_size)
     try:
+        if source is not None and schema is not None:
+            raise ValueError("--schema is the layout of a file; a --from source has its own")
+        options = parse_options(option)
+        from groundtrace.engine import metric_specs
+
+        # the metrics and gates are checked before anything is read: a typo costs no scoring
+        gates = _gates(max_flagged, [name for name, _ in metric_specs(metrics, options)])
         if source is not None:
             from groundtrace.sources import SourceFilter
 
             filters = SourceFilter(since=parse_when(since), until=parse_when(until), limit=limit, metadata=parse_where(where))
-            tally, summary = _backfill(source, metrics, output, workers, parse_options(option), sinks, filters, rescore,
+            tally, summary = _backfill(source, metrics, output, workers, options, sinks, filters, rescore,
                                        parse_source_options(source_option), ray, keep=show)
         else:
-            tally = _score_file(input_path, metrics, output, workers, parse_options(option), sinks, ray, keep=show)
+            tally = _score_file(input_path, metrics, output, workers, options, sinks, ray, keep=show, schema=schema)
     except typer.BadParameter:
         raise
     except (KeyError, ValueError, FileNotFoundError, RuntimeError, ImportError, ConnectionError) as error:
@@ -369,11 +389,29 @@ def score_command(
             console.print(f"[yellow]failed:[/yellow] {failure}")
     if output:
         console.print(f"wrote {tally.count} scored records to {output}")
+    results = [gate.check(tally) for gate in gates]
+    for result in results:
+        # one line each, never wrapped: a CI log is read with grep
+        console.print(result.line(), style=None if result.passed else "red", markup=False, highlight=False, soft_wrap=True)
+    if not all(result.passed for result in results):
+        raise typer.Exit(1)
+
+
+def _gates(specs: Sequence[str] | None, scored: Sequence[str]) -> list[Gate]:
+    """The --max-flagged gates, each on one of the ``scored`` metrics."""
+    from groundtrace.gate import Gate
+
+    gates = [Gate.parse(spec) for spec in specs or []]
+    for gate in gates:
+        if gate.metric not in scored:
+            raise ValueError(f"--max-flagged {gate.metric}=...: {gate.metric} is not among the metrics scored "
+                             f"({', '.join(scored)}); add it to -m")
+    return gates
 
 
 @app.command("bench")
 def bench_command(
-    input_path: Annotated[Path, typer.Argument(help="Labelled JSONL (label 1 = hallucinated), shaped like shared/data.")],
+    input_path: Annotated[Path, typer.Argument(help="Labelled records (label 1 = hallucinated; JSONL, CSV or Parquet), shaped like shared/data or in a --schema layout.")],
     metrics: MetricsOption = "grounding",
     threshold: Annotated[Optional[float], typer.Option(help="Threshold on the metric's own scale.")] = None,
     threshold_from: Annotated[
@@ -386,6 +424,7 @@ def bench_command(
     address: AddressOption = None,
     actors: ActorsOption = 2,
     batch_size: BatchSizeOption = 64,
+    schema: SchemaOption = None,
 ) -> None:
     """Measure metrics against labels: precision, recall, F1, ROC AUC, balanced accuracy, speed."""
     from groundtrace.bench import run_bench
@@ -398,7 +437,7 @@ def bench_command(
         try:
             results = run_bench(input_path, metrics, threshold=threshold, threshold_from=threshold_from,
                                 options=parse_options(option), limit=limit, progress=tick,
-                                engine=engine_options(engine, address, actors, batch_size))
+                                engine=engine_options(engine, address, actors, batch_size), schema=schema)
         except (KeyError, ValueError, FileNotFoundError, ImportError, ConnectionError) as error:
             console.print(f"[red]error:[/red] {error}")
             raise typer.Exit(2) from None
@@ -496,7 +535,8 @@ def synth_command(
 def report_command(
     input_path: Annotated[Path, typer.Argument(help="Scored records (JSONL) from `groundtrace score` or `groundtrace demo`.")],
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Where to write the HTML page (default: the input with .html).")] = None,
-    labels: Annotated[Path | None, typer.Option("--labels", "--bench-labels", help="The labelled JSONL that was scored (label 0/1, gold spans), joined by id: adds gold spans, ROC curves and reliability diagrams.")] = None,
+    labels: Annotated[Path | None, typer.Option("--labels", "--bench-labels", help="The labelled file that was scored (label 0/1, gold spans; JSONL, CSV or Parquet), joined by id: adds gold spans, ROC curves and reliability diagrams.")] = None,
+    schema: SchemaOption = None,
 ) -> None:
     """Write one self-contained HTML page: summary, plots, a sortable table and every record with its unsupported spans marked."""
     from pydantic import ValidationError
@@ -505,7 +545,9 @@ def report_command(
     from groundtrace.report import write_report
 
     try:
-        written = write_report(input_path, output, labels=labels)
+        if schema is not None and labels is None:
+            raise ValueError("--schema is the layout of the --labels file; give --labels too")
+        written = write_report(input_path, output, labels=labels, schema=schema)
     except FileNotFoundError as error:
         console.print(f"[red]error:[/red] {error}")
         raise typer.Exit(2) from None

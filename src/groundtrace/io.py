@@ -1,16 +1,24 @@
-"""Reading records and writing scored records as JSON Lines."""
+"""Reading records (JSON Lines, CSV, Parquet; in any layout of :mod:`groundtrace.layouts`) and
+writing scored records as JSON Lines."""
 
 from __future__ import annotations
 
+import csv
 import json
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any, TextIO
 
 from groundtrace._extras import missing_extra
+from groundtrace.layouts import Layout, resolve
 from groundtrace.record import InvalidInput
 from groundtrace.score import ScoredRecord
+
+#: rows whose keys decide a file's layout (a key that first appears later is read by the layout chosen)
+DETECTION_ROWS = 1000
 
 
 def read_jsonl(path: str | Path) -> Iterator[dict[str, Any] | InvalidInput]:
@@ -38,10 +46,30 @@ def is_parquet(path: str | Path) -> bool:
     return str(path).lower().endswith((".parquet", ".pq"))
 
 
+def is_csv(path: str | Path) -> bool:
+    return str(path).lower().endswith(".csv")
+
+
 def read_records(path: str | Path) -> Iterator[dict[str, Any] | InvalidInput]:
-    """Records from JSON Lines, or from Parquet when the name ends in .parquet (one row per record,
-    columns named like the JSON fields)."""
-    return read_parquet(path) if is_parquet(path) else read_jsonl(path)
+    """Rows as they are in the file: JSON Lines; Parquet when the name ends in .parquet; CSV when it
+    ends in .csv (one row per record, columns named like the JSON fields). ``-``: JSON Lines on stdin."""
+    if is_parquet(path):
+        return read_parquet(path)
+    return read_csv(path) if is_csv(path) else read_jsonl(path)
+
+
+def read_csv(path: str | Path) -> Iterator[dict[str, Any] | InvalidInput]:
+    """One mapping per row, keyed by the header; an empty cell is a missing value (CSV has no null).
+    A cell that holds a JSON list (contexts) is decoded by the layout that reads it."""
+    csv.field_size_limit(2**31 - 1)  # a row of contexts is easily over the default 128 KiB per cell
+    with open(path, encoding="utf-8-sig", errors="replace", newline="") as handle:
+        reader = csv.DictReader(handle)
+        for row in reader:
+            if None in row:
+                yield InvalidInput(id=f"line-{reader.line_num}",
+                                   message=f"line {reader.line_num} has more cells than the header has columns")
+                continue
+            yield {key: (value if value != "" else None) for key, value in row.items()}
 
 
 def read_parquet(path: str | Path, batch_rows: int = 1024) -> Iterator[dict[str, Any]]:
@@ -60,8 +88,51 @@ def count_records(path: str | Path) -> int:
         import pyarrow.parquet as pq
 
         return pq.ParquetFile(path).metadata.num_rows
+    if is_csv(path):
+        return sum(1 for _ in read_csv(path))
     with open(path, "rb") as handle:
         return sum(1 for line in handle if line.strip())
+
+
+def keys_with_values(rows: Iterable[Mapping[str, Any] | InvalidInput]) -> set[str]:
+    """The keys that carry a value in at least one of ``rows`` (an empty CSV column names no layout)."""
+    return {key for row in rows if not isinstance(row, InvalidInput) for key, value in row.items() if value is not None}
+
+
+@dataclass
+class LayoutRows:
+    """A file's rows under groundtrace's names, and the layout they were read with (None: the file has
+    no rows to tell it by: it is empty, or no line of it is a JSON object)."""
+
+    layout: Layout | None
+    rows: Iterator[Mapping[str, Any] | InvalidInput]
+
+
+def map_rows(rows: Iterable[Mapping[str, Any] | InvalidInput], schema: str | None = None,
+             where: str = "the records", require_answer: bool = True) -> LayoutRows:
+    """``rows`` in groundtrace's names, through the layout ``schema`` names or the one their keys fit
+    (:func:`groundtrace.layouts.resolve`). A :class:`~groundtrace.layouts.LayoutError` is raised here,
+    before any row is handed on: a file in no layout, or in two, is never scored into empty scores.
+    ``require_answer=False``: a file of labels (id, label, spans), which may hold no answer at all."""
+    iterator = iter(rows)
+    head: list[Mapping[str, Any] | InvalidInput] = []
+    valid = 0
+    for row in iterator:  # up to DETECTION_ROWS rows that are records (a line that is not JSON tells nothing)
+        head.append(row)
+        valid += not isinstance(row, InvalidInput)
+        if valid >= DETECTION_ROWS:
+            break
+    if not valid:
+        return LayoutRows(None, iter(head))
+    layout = resolve(keys_with_values(head), schema, where, require_answer)
+    return LayoutRows(layout, (row if isinstance(row, InvalidInput) else layout.to_fields(row)
+                               for row in chain(head, iterator)))
+
+
+def read_layout(path: str | Path, schema: str | None = None, require_answer: bool = True) -> LayoutRows:
+    """The records of a file (JSON Lines, CSV or Parquet; ``-``: JSON Lines on stdin) in groundtrace's
+    names, whatever layout the file is in (see :func:`map_rows`)."""
+    return map_rows(read_records(path), schema, f"the records of {path}", require_answer)
 
 
 def write_jsonl(rows: Iterable[ScoredRecord], handle: TextIO) -> int:

@@ -7,6 +7,7 @@ metric's documented threshold, never from a caller's magic number.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -71,6 +72,24 @@ class Score(BaseModel):
     @property
     def ok(self) -> bool:
         return self.error is None and self.value is not None
+
+    def flagged_text(self) -> str:
+        """The text of its spans, each quoted, for a message: '"2 500 рублей"; "built in 1850"' ('' if none)."""
+        return "; ".join(json.dumps(span.text, ensure_ascii=False) for span in self.spans)
+
+    def explain(self) -> str:
+        """Value, threshold, verdict, reason and flagged text, in lines a person reads (a test failure,
+        an evaluator's feedback)."""
+        if not self.ok:
+            return f"{self.metric}: could not score: {self.error or 'the metric returned no value'}"
+        rule = "no threshold" if self.threshold is None else \
+            f"threshold {self.threshold:g}: flagged when {'<' if self.higher_is_better else '>='} {self.threshold:g}"
+        verdict = {True: "flagged", False: "not flagged", None: "no verdict"}[self.hallucinated]
+        lines = [f"{self.metric} = {self.value:.3f} ({rule}): {verdict}",
+                 f"reason: {self.reason or '-'}"]
+        if self.spans:
+            lines.append(f"flagged text: {self.flagged_text()}")
+        return "\n".join(lines)
 
     @property
     def hallucination_score(self) -> float | None:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
-from email.parser import BytesParser
-from email.policy import HTTP
 
 import pytest
 
@@ -16,6 +13,7 @@ langsmith = pytest.importorskip("langsmith")
 from groundtrace._extras import MissingExtraError  # noqa: E402
 from groundtrace.sinks import sink_class  # noqa: E402
 from groundtrace.sinks.langsmith import LangSmithSink  # noqa: E402
+from tests.langsmith_api import multipart_json  # noqa: E402
 
 API_KEY = "lsv2_pt_test_secret_0123456789abcdef"
 PROJECT_ID = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
@@ -126,14 +124,6 @@ def test_a_run_not_yet_ingested_is_retried(loopback, record, grounded) -> None:
     sink_for(server.url, max_attempts=2).emit(record, [grounded])
     first, second = posted_feedback(server)
     assert first == second
-
-
-def multipart_json(request) -> dict[str, dict]:
-    """The JSON parts of a multipart/form-data body, by part name."""
-    head = f"Content-Type: {request.headers['content-type']}\r\n\r\n".encode()
-    message = BytesParser(policy=HTTP).parsebytes(head + request.body)
-    return {part.get_param("name", header="content-disposition"): json.loads(part.get_payload(decode=True))
-            for part in message.iter_parts()}
 
 
 def test_a_ready_batching_client_is_drained_by_flush(loopback, record, grounded) -> None:

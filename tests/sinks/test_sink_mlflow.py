@@ -15,19 +15,14 @@ from groundtrace import trace_context  # noqa: E402
 from groundtrace._extras import MissingExtraError  # noqa: E402
 from groundtrace.sinks import register_trace_links, sink_class  # noqa: E402
 from groundtrace.sinks.mlflow import MLflowSink, active_mlflow_trace_id  # noqa: E402
+from tests.mlflow_store import sqlite_tracking  # noqa: E402
 
 
 @pytest.fixture(scope="module", autouse=True)
 def sqlite_store(tmp_path_factory) -> Iterator[str]:
     """One store for the module: creating MLflow's tables takes seconds."""
-    previous = mlflow.get_tracking_uri()
-    folder = tmp_path_factory.mktemp("mlflow")
-    uri = f"sqlite:///{folder}/mlflow.db"
-    mlflow.set_tracking_uri(uri)
-    # trace data are artifacts, by default under ./mlruns of the working directory: keep them in tmp
-    mlflow.set_experiment(experiment_id=mlflow.create_experiment("groundtrace-sinks", (folder / "artifacts").as_uri()))
-    yield uri
-    mlflow.set_tracking_uri(previous)
+    with sqlite_tracking(tmp_path_factory.mktemp("mlflow"), "groundtrace-sinks") as uri:
+        yield uri
 
 
 @pytest.fixture

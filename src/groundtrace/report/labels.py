@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from groundtrace.io import read_jsonl
+from groundtrace.io import read_layout
 from groundtrace.record import InvalidInput
 from groundtrace.report.segments import Mark
 from groundtrace.score import ScoredRecord
@@ -26,10 +26,11 @@ class Gold:
     spans: tuple[Mark, ...] = ()
 
 
-def load_labels(path: str | Path) -> dict[str, Mapping[str, Any]]:
-    """The rows of a labelled JSONL by id (rows without an id cannot be joined and are skipped)."""
+def load_labels(path: str | Path, schema: str | None = None) -> dict[str, Mapping[str, Any]]:
+    """The rows of a labelled file (JSON Lines, CSV or Parquet, in any layout of groundtrace.layouts;
+    ``schema`` forces one) by id; rows without an id cannot be joined and are skipped."""
     rows: dict[str, Mapping[str, Any]] = {}
-    for row in read_jsonl(path):
+    for row in read_layout(path, schema, require_answer=False).rows:  # labels alone (id, label, spans) will do
         if isinstance(row, InvalidInput):
             raise ValueError(f"{path}: {row.message}")  # noqa: TRY004 (bad content, not a bad argument)
         if row.get("id") is not None:

@@ -68,11 +68,13 @@ class Written(NamedTuple):
     labelled: int
 
 
-def write_report(scores: str | Path, output: str | Path | None = None, *, labels: str | Path | None = None) -> Written:
-    """Render ``scores`` (JSONL of ScoredRecord) to ``output`` (default: beside it, as .html)."""
+def write_report(scores: str | Path, output: str | Path | None = None, *, labels: str | Path | None = None,
+                 schema: str | None = None) -> Written:
+    """Render ``scores`` (JSONL of ScoredRecord) to ``output`` (default: beside it, as .html); ``labels``:
+    the labelled file that was scored, in the layout ``schema`` names (default: detected)."""
     scores = Path(scores)
+    labelled = load_labels(labels, schema) if labels is not None else None  # a wrong layout fails before reading scores
     rows = list(read_scored(scores))
-    labelled = load_labels(labels) if labels is not None else None
     path = Path(output) if output is not None else scores.with_suffix(".html")
     path.parent.mkdir(parents=True, exist_ok=True)
     html, with_labels = _page(rows, labelled, scores.name)

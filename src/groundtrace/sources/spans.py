@@ -226,7 +226,9 @@ def _root(spans: Sequence[SpanView]) -> SpanView | None:
     return min(roots, key=_start) if roots else None
 
 
-def _contexts(spans: Sequence[SpanView]) -> list[str]:
+def contexts_of(spans: Sequence[SpanView]) -> list[str]:
+    """The texts the answer was written from: the documents of the trace's retrievers in start order,
+    or of its last reranker when one ran, each text once."""
     ordered = sorted(spans, key=_start)
     rerankers = [s for s in ordered if s.kind == "RERANKER" and s.documents]
     chosen = [rerankers[-1]] if rerankers else [s for s in ordered if s.kind == "RETRIEVER"]
@@ -247,7 +249,7 @@ def assemble(spans: Iterable[SpanView], source: str, **ids: Any) -> Record | str
 def _assemble(spans: Sequence[SpanView], root: SpanView | None, source: str, ids: Mapping[str, Any]) -> Record | str:
     if root is None:
         return ONLY_EVALUATIONS
-    contexts = _contexts(spans)
+    contexts = contexts_of(spans)
     if not contexts:
         return NO_RETRIEVAL
     answer = answer_of(root.output)
@@ -301,4 +303,4 @@ def group_by_trace(spans: Iterable[SpanView]) -> dict[str, list[SpanView]]:
 
 
 __all__ = ["ANSWER_KEYS", "Document", "NO_ANSWER", "NO_RETRIEVAL", "ONLY_EVALUATIONS", "QUESTION_KEYS", "SpanView",
-           "answer_of", "assemble", "decode", "documents_of", "group_by_trace", "question_of", "records_from_traces", "text_of"]
+           "answer_of", "assemble", "contexts_of", "decode", "documents_of", "group_by_trace", "question_of", "records_from_traces", "text_of"]

@@ -3,9 +3,13 @@
     import groundtrace_llamaindex
     groundtrace_llamaindex.instrument(metrics=["lexical"], sinks=["otel"])
 
+    # or inside LlamaIndex's own evaluation loop (BatchEvalRunner):
+    evaluator = groundtrace_llamaindex.GroundtraceEvaluator("grounding")
+
 See README.md for what is captured, streaming and chat behaviour, errors and environment variables.
 """
 
+from groundtrace_llamaindex.evaluator import GroundtraceEvaluator
 from groundtrace_llamaindex.exclusion import exclude
 from groundtrace_llamaindex.handlers import GroundtraceEventHandler, GroundtraceSpanHandler
 from groundtrace_llamaindex.instrumentation import instrument, is_instrumented, uninstrument
@@ -14,6 +18,7 @@ from groundtrace_llamaindex.tracker import RootTracker
 __version__ = "0.1.0"
 
 __all__ = [
+    "GroundtraceEvaluator",
     "GroundtraceEventHandler",
     "GroundtraceSpanHandler",
     "RootTracker",
