@@ -4,7 +4,7 @@ count, shared by every metric instance and thread (``InferenceSession.run`` is t
 
 Files beside this module: ``grounding-xe.onnx`` (the network, its vocabulary pruned to en/ru/zh),
 ``grounding-xe.spm`` + ``grounding-xe-normalizer.json`` (its tokenizer) and ``grounding.json``
-(the card: threshold, numbers, training), all reproduced by ``training/build_crossencoder.sh``.
+(the card: threshold, numbers, training), all reproduced by commit 582ff0f's ``training/build_crossencoder.sh``.
 """
 
 from __future__ import annotations
