@@ -15,19 +15,19 @@ a record is done, so a crash in between re-delivers that record's scores rather 
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from groundtrace.record import Record
+from groundtrace.redaction import get_logger
 from groundtrace.score import ScoredRecord
 from groundtrace.sinks import emit_all
 from groundtrace.sources import SCORED_KEY, Source, SourceFilter
 from groundtrace.sources.spans import FILTERED
 
-log = logging.getLogger("groundtrace.backfill")
+log = get_logger("groundtrace.backfill")
 
 
 @dataclass

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import atexit
 import hashlib
-import logging
 import os
 import queue
 import threading
@@ -27,11 +26,13 @@ from groundtrace.config import Settings
 from groundtrace.engine import build_metrics
 from groundtrace.scoring_process import ScoringProcess
 from groundtrace.metrics import Metric
+from groundtrace.privacy import Mask, MaskError, apply_mask, chain_masks, load_mask
 from groundtrace.record import Record
+from groundtrace.redaction import get_logger
 from groundtrace.score import Score
-from groundtrace.sinks import emit_all
+from groundtrace.sinks import close_sinks, emit_all, flush_sinks
 
-log = logging.getLogger("groundtrace.monitor")
+log = get_logger("groundtrace.monitor")
 
 # Metadata keys that keep a record out of scoring (set per call, e.g. in a chain's run metadata).
 EXCLUDE_KEYS = ("groundtrace_exclude", "groundtrace.exclude")
@@ -128,6 +129,12 @@ class Monitor:
     application never joins the cluster); the sinks still run here. When the cluster is unreachable
     or stops, the batch's records get error Scores and count as failed; the application sees
     nothing. Settings with a ray address make "auto" mean "ray" (needs the ``ray`` extra).
+
+    ``mask``: a function ``str -> str`` (or ``module:function``) applied to each record's question,
+    contexts, answer and reference in the worker, before any metric or sink sees them; a record the
+    mask fails on gets error Scores, counts as failed and reaches no sink. ``capture_text=False``:
+    the sinks get no text (values, verdicts and span offsets only). Both default to the settings'
+    (GROUNDTRACE_MASK, GROUNDTRACE_CAPTURE_TEXT), the environment's when no settings are given.
     """
 
     @classmethod
@@ -138,7 +145,8 @@ class Monitor:
         arguments: dict[str, Any] = dict(
             metrics=settings.metrics, sinks=settings.sinks, sample_rate=settings.sample_rate,
             queue_size=settings.queue_size, workers=settings.workers, metric_timeout_s=settings.metric_timeout_s,
-            options=settings.options, isolation=settings.isolation)
+            options=settings.options, isolation=settings.isolation, mask=settings.mask,
+            capture_text=settings.capture_text)
         return cls(settings=settings, **{**arguments, **overrides})
 
     def __init__(
@@ -157,10 +165,18 @@ class Monitor:
         flush_at_exit: bool = True,
         settings: Settings | None = None,
         ray_address: str | None = None,
+        mask: Mask | str | None = None,
+        capture_text: bool | None = None,
     ) -> None:
         from groundtrace.sinks import build_sinks, register_trace_links
 
         check_sample_rate(sample_rate)
+        if mask is None or capture_text is None:  # privacy switches hold however the Monitor was built
+            privacy = settings or Settings.from_env()
+            mask = privacy.mask if mask is None else mask
+            capture_text = privacy.capture_text if capture_text is None else capture_text
+        self.mask = load_mask(mask)
+        self.capture_text = capture_text
         self.metrics = build_metrics(metrics, options, settings)
         self.sinks = build_sinks(sinks, settings)
         register_trace_links(self.sinks)
@@ -197,11 +213,18 @@ class Monitor:
         asks to keep the request out of scoring: ``groundtrace_exclude`` (or ``groundtrace.exclude``)."""
         return bool(metadata) and any(metadata.get(key) for key in EXCLUDE_KEYS)
 
-    def submit(self, record: Record, *, sample_rate: float | None = None) -> bool:
+    @property
+    def shows_raw_text(self) -> bool:
+        """Whether what the Monitor delivers may carry the text as captured (no mask, text captured):
+        an adapter that writes text of its own onto a trace asks first."""
+        return self.capture_text and self.mask is None
+
+    def submit(self, record: Record, *, sample_rate: float | None = None, mask: Mask | None = None) -> bool:
         """Offer a record for scoring; True if it was queued. Never blocks, never raises.
 
         ``sample_rate``: a caller's own rate (a handler's), applied with the Monitor's by the same
-        deterministic rule, so the record is kept at the smaller of the two."""
+        deterministic rule, so the record is kept at the smaller of the two. ``mask``: a caller's own
+        mask (a handler's), applied in the worker before the Monitor's."""
         try:
             with self._lock:
                 self._stats.submitted += 1
@@ -219,7 +242,7 @@ class Monitor:
             with self._lock:
                 self._in_flight += 1
             try:
-                self._queue.put_nowait(record)
+                self._queue.put_nowait((record, mask))
             except queue.Full:
                 with self._lock:
                     self._in_flight -= 1
@@ -270,8 +293,26 @@ class Monitor:
                 break
         return batch
 
-    def _score_batch(self, scorer: ScoringProcess | None, batch: list[Record]) -> None:
+    def _take_in(self, batch: list[tuple[Record, Mask | None]]) -> list[Record]:
+        """The batch's records, masked; a record the mask fails on is settled here as failed, with
+        error Scores that go nowhere (its text must not leave, and its reason quotes none of it)."""
+        taken = []
+        for record, call_mask in batch:
+            try:
+                taken.append(apply_mask(record, chain_masks(call_mask, self.mask)))
+            except MaskError as error:
+                log.warning("groundtrace: record %s not scored: %s", record.id, error)
+                with self._lock:
+                    self._stats.failed += 1
+                    self._in_flight -= 1
+                    self._idle.notify_all()
+        return taken
+
+    def _score_batch(self, scorer: ScoringProcess | None, items: list[tuple[Record, Mask | None]]) -> None:
         started = time.perf_counter()
+        batch = self._take_in(items)
+        if not batch:
+            return
         try:
             if scorer is not None:
                 errors = [metric.error for metric in self.metrics]
@@ -310,7 +351,7 @@ class Monitor:
             return metric.error(f"{type(error).__name__}: {error}", record.id)
 
     def _emit(self, record: Record, scores: list[Score]) -> None:
-        failed = emit_all(self.sinks, record, scores)
+        failed = emit_all(self.sinks, record, scores, capture_text=self.capture_text)
         if failed:
             with self._lock:
                 self._stats.sink_errors += failed
@@ -325,11 +366,8 @@ class Monitor:
                 if remaining is not None and remaining <= 0:
                     return False
                 self._idle.wait(remaining)
-        for sink in self.sinks:
-            try:
-                sink.flush()
-            except Exception as error:
-                log.warning("groundtrace: flushing sink %s failed: %s", getattr(sink, "name", sink), error)
+        for problem in flush_sinks(self.sinks):
+            log.warning("groundtrace: %s", problem)
         return True
 
     def close(self, timeout: float | None = 10.0) -> None:
@@ -348,11 +386,8 @@ class Monitor:
         for worker in self._workers:
             worker.join(timeout=1.0)
         self._metric_pool.shutdown(wait=False, cancel_futures=True)
-        for sink in self.sinks:
-            try:
-                sink.close()
-            except Exception as error:
-                log.warning("groundtrace: closing sink %s failed: %s", getattr(sink, "name", sink), error)
+        for problem in close_sinks(self.sinks):
+            log.warning("groundtrace: %s", problem)
         log.info("groundtrace: monitor closed: %s", self.stats.as_dict())
 
     def _drop_queued(self) -> None:

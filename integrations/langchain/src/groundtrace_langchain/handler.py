@@ -10,7 +10,6 @@ make no Record.
 from __future__ import annotations
 
 import itertools
-import logging
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -18,6 +17,7 @@ from uuid import UUID
 
 from groundtrace.capture import end_request_span, prepare_shared_capture, shared_monitor, start_request_span
 from groundtrace.monitor import Monitor, check_sample_rate
+from groundtrace.redaction import get_logger
 from groundtrace.trace_context import current_links, otel_ids
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
@@ -26,7 +26,7 @@ from langchain_core.outputs import LLMResult
 from groundtrace_langchain.collector import COLLECTOR, CaptureStats, RootRun
 from groundtrace_langchain.records import NothingToScore, build_record
 
-log = logging.getLogger("groundtrace.langchain")
+log = get_logger("groundtrace.langchain")
 TRACER_NAME = "groundtrace.langchain"
 _scopes = itertools.count(1)
 _reported: set[tuple[str, str]] = set()

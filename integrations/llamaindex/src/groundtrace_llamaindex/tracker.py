@@ -17,13 +17,13 @@ answer (index building, a bare embedding call) are not scored and leave nothing 
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 from groundtrace.monitor import Monitor
+from groundtrace.redaction import get_logger
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
 from llama_index.core.chat_engine.types import StreamingAgentChatResponse
 from llama_index.core.instrumentation.events.llm import LLMChatEndEvent, LLMCompletionEndEvent
@@ -35,7 +35,7 @@ from groundtrace_llamaindex.extract import answer_text, llm_output_text, query_t
 from groundtrace_llamaindex.run import LLM_END, QUERY_END, SYNTHESIZE_END, RootRun
 from groundtrace_llamaindex.streams import follow_async_tokens, follow_tokens
 
-log = logging.getLogger("groundtrace.llamaindex")
+log = get_logger("groundtrace.llamaindex")
 
 # Roots whose end never comes (a chat stream whose writer task never ran) must not pile up forever;
 # far above any real number of requests in flight in one process.

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import inspect
-import logging
 import os
 import random
 import re
@@ -32,9 +31,10 @@ from groundtrace.backends.judge.parsing import (
     with_schema_instruction,
 )
 from groundtrace.backends.judge.prices import DEFAULT_PRICES, Price, cost_of
+from groundtrace.redaction import get_logger, redact, register_secrets
 from groundtrace.score import Cost
 
-log = logging.getLogger("groundtrace.backends.judge")
+log = get_logger("groundtrace.backends.judge")
 
 T = TypeVar("T", bound=BaseModel)
 Mode = Literal["json_schema", "json_object", "text"]
@@ -55,7 +55,7 @@ class JudgeError(RuntimeError):
     """
 
     def __init__(self, message: str, *, kind: str, status: int | None = None) -> None:
-        super().__init__(message)
+        super().__init__(redact(message))  # it quotes the server, which may echo our key
         self.kind = kind
         self.status = status
 
@@ -158,6 +158,7 @@ class JudgeClient:
         self.model = model or judge.model or DEFAULT_MODEL
         self.base_url = (base_url or judge.base_url or DEFAULT_BASE_URL).rstrip("/")
         key = api_key or judge.api_key
+        register_secrets(key)
         if not key and "api.openai.com" in self.base_url:
             raise JudgeError(
                 "no API key for OpenAI: set OPENAI_API_KEY or pass api_key=..., or point OPENAI_BASE_URL "
