@@ -85,23 +85,26 @@ def apply_mask(record: Record, mask: Mask | None) -> Record:
     return record.model_copy(update=update)
 
 
-def masked_items(items: Iterable[Any], mask: Mask | None) -> Iterator[Any]:
-    """Batch inputs with the mask applied: a masked Record for each good one; an InvalidInput for a
-    record the mask failed on (every engine turns it into error Scores and an id-only row); an input
-    that is no record at all passes as it is, so its error is the usual one."""
+def take_in(item: Any, mask: Mask | None) -> Any:
+    """A batch input with the mask applied: the masked Record of a good one; an InvalidInput for a
+    record the mask failed on (every engine turns it into error Scores and an id-only row, and no
+    sink can attach that to a trace); an input that is no record at all as it is, so that its error
+    is the usual one."""
     if mask is None:
-        yield from items
-        return
-    for item in items:
-        try:
-            record = coerce_record(item)
-        except InvalidRecord:
-            yield item
-            continue
-        try:
-            yield apply_mask(record, mask)
-        except MaskError as error:
-            yield InvalidInput(id=record.id, message=str(error))
+        return item
+    try:
+        record = coerce_record(item)
+    except InvalidRecord:
+        return item
+    try:
+        return apply_mask(record, mask)
+    except MaskError as error:
+        return InvalidInput(id=record.id, message=str(error))
+
+
+def masked_items(items: Iterable[Any], mask: Mask | None) -> Iterator[Any]:
+    """:func:`take_in` of every input, lazily."""
+    return iter(items) if mask is None else (take_in(item, mask) for item in items)
 
 
 # ---------------------------------------------------------------------------- capture_text off
@@ -138,5 +141,5 @@ def without_text(record: Record, scores: list[Score]) -> tuple[Record, list[Scor
     return text_free_record(record), [text_free_score(score) for score in scores]
 
 
-__all__ = ["Mask", "MaskError", "apply_mask", "chain_masks", "load_mask", "masked_items", "text_free_record",
-           "text_free_score", "without_text"]
+__all__ = ["Mask", "MaskError", "apply_mask", "chain_masks", "load_mask", "masked_items", "take_in",
+           "text_free_record", "text_free_score", "without_text"]

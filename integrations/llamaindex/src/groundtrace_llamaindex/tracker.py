@@ -23,6 +23,7 @@ from functools import partial
 from typing import Any
 
 from groundtrace.monitor import Monitor
+from groundtrace.privacy import Mask
 from groundtrace.redaction import get_logger
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
 from llama_index.core.chat_engine.types import StreamingAgentChatResponse
@@ -54,8 +55,13 @@ EVENT_READERS: dict[type, Callable[[RootRun, Any], None]] = {
 
 
 class RootTracker:
-    def __init__(self, monitor: Monitor, *, max_open_roots: int = MAX_OPEN_ROOTS) -> None:
+    """``mask`` goes with each Record to the Monitor, which applies it off the request path."""
+
+    def __init__(self, monitor: Monitor, *, max_open_roots: int = MAX_OPEN_ROOTS, mask: Mask | None = None) -> None:
         self._monitor = monitor
+        self._mask = mask
+        # the request span this adapter may write carries the text only where nothing hides it
+        self._span_text = monitor.shows_raw_text and mask is None
         self._max_open_roots = max_open_roots
         self._lock = threading.Lock()
         self._runs: dict[str, RootRun] = {}  # root span id -> run, oldest first
@@ -175,11 +181,11 @@ class RootTracker:
         if self._closed:
             return
         try:  # this runs on the caller's thread, even inside its `for token in stream`
-            record = run.to_record(answer, response_nodes)
+            record = run.to_record(answer, response_nodes, span_text=self._span_text)
             if record is None:
                 log.debug("groundtrace: %s had no question or no answer: nothing to score", run.name)
                 return
-            self._monitor.submit(record)
+            self._monitor.submit(record, mask=self._mask)
         except Exception:
             log.debug("groundtrace: could not submit the record of %s", run.name, exc_info=True)
 
