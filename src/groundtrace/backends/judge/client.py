@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import inspect
+import json
 import os
 import random
 import re
@@ -381,6 +382,9 @@ class JudgeClient:
                 with self._semaphore:
                     usage.requests += 1
                     response = self._client.chat.completions.create(**payload)
+                if isinstance(response, str):  # the SDK hands back a body that is not JSON as text
+                    raise JudgeError(f"the judge at {self.base_url} answered with no chat completion (an event stream or "
+                                     f"a proxy's page?); server said: {_body_text(response)}", kind="server")
                 usage.add(response)
                 return response
             except openai.APIStatusError as error:
@@ -498,6 +502,22 @@ def _error_text(error: Any) -> str:
         if isinstance(inner, str):
             return _clip(inner)
     return _clip(getattr(error, "message", None) or str(error))
+
+
+def _body_text(body: str) -> str:
+    """What a body that is no chat completion says: the error of an event stream's ``data:`` line
+    where it has one (a server that streams its errors), else the text itself; clipped."""
+    for line in body.splitlines():
+        if not line.startswith("data:"):
+            continue
+        try:
+            event = json.loads(line[len("data:"):])
+        except ValueError:
+            continue
+        if isinstance(event, Mapping) and event.get("error"):
+            error = event["error"]
+            return _clip(str(error.get("message") or error) if isinstance(error, Mapping) else str(error))
+    return _clip(body.strip())
 
 
 def _retry_after(headers: Any) -> float | None:
