@@ -26,8 +26,8 @@ from groundtrace.config import Settings
 from groundtrace.engine import build_metrics
 from groundtrace.scoring_process import ScoringProcess
 from groundtrace.metrics import Metric
-from groundtrace.privacy import Mask, MaskError, apply_mask, chain_masks, load_mask
-from groundtrace.record import Record
+from groundtrace.privacy import Mask, chain_masks, load_mask, take_in
+from groundtrace.record import InvalidInput, Record, placeholder_record
 from groundtrace.redaction import get_logger
 from groundtrace.score import Score
 from groundtrace.sinks import close_sinks, emit_all, flush_sinks
@@ -132,7 +132,8 @@ class Monitor:
 
     ``mask``: a function ``str -> str`` (or ``module:function``) applied to each record's question,
     contexts, answer and reference in the worker, before any metric or sink sees them; a record the
-    mask fails on gets error Scores, counts as failed and reaches no sink. ``capture_text=False``:
+    mask fails on is not scored: the sinks get its id (nothing else of it) and every metric's error
+    Score, and it counts as failed. ``capture_text=False``:
     the sinks get no text (values, verdicts and span offsets only). Both default to the settings'
     (GROUNDTRACE_MASK, GROUNDTRACE_CAPTURE_TEXT), the environment's when no settings are given.
     """
@@ -294,18 +295,16 @@ class Monitor:
         return batch
 
     def _take_in(self, batch: list[tuple[Record, Mask | None]]) -> list[Record]:
-        """The batch's records, masked; a record the mask fails on is settled here as failed, with
-        error Scores that go nowhere (its text must not leave, and its reason quotes none of it)."""
+        """The batch's records, masked. A record the mask fails on goes no further: what is delivered
+        for it is its id and every metric's error Score (no text, no trace ids to attach it to)."""
         taken = []
         for record, call_mask in batch:
-            try:
-                taken.append(apply_mask(record, chain_masks(call_mask, self.mask)))
-            except MaskError as error:
-                log.warning("groundtrace: record %s not scored: %s", record.id, error)
-                with self._lock:
-                    self._stats.failed += 1
-                    self._in_flight -= 1
-                    self._idle.notify_all()
+            item = take_in(record, chain_masks(call_mask, self.mask))
+            if isinstance(item, InvalidInput):  # the same error Scores the batch engines give it
+                log.warning("groundtrace: record %s not scored: %s", record.id, item.message)
+                self._deliver(placeholder_record(item), [metric.score(item) for metric in self.metrics], None)
+            else:
+                taken.append(item)
         return taken
 
     def _score_batch(self, scorer: ScoringProcess | None, items: list[tuple[Record, Mask | None]]) -> None:
@@ -324,17 +323,22 @@ class Monitor:
             all_scores = [[m.error(f"{type(error).__name__}: {error}", r.id) for m in self.metrics] for r in batch]
         per_record_ms = (time.perf_counter() - started) * 1000.0 / len(batch)
         for record, scores in zip(batch, all_scores):
-            failed = any(not s.ok for s in scores)
-            try:
-                self._emit(record, scores)
-            except Exception:
-                log.exception("groundtrace: delivering record %s failed", record.id)
-            with self._lock:
-                self._stats.failed += failed
-                self._stats.scored += not failed
-                self._latencies.append(per_record_ms)
-                self._in_flight -= 1
-                self._idle.notify_all()
+            self._deliver(record, scores, per_record_ms)
+
+    def _deliver(self, record: Record, scores: list[Score], latency_ms: float | None) -> None:
+        """Hand a record's Scores to the sinks and settle it: scored, or failed when a Score is an error."""
+        failed = any(not s.ok for s in scores)
+        try:
+            self._emit(record, scores)
+        except Exception:
+            log.exception("groundtrace: delivering record %s failed", record.id)
+        with self._lock:
+            self._stats.failed += failed
+            self._stats.scored += not failed
+            if latency_ms is not None:
+                self._latencies.append(latency_ms)
+            self._in_flight -= 1
+            self._idle.notify_all()
 
     def _score(self, metric: Metric, record: Record) -> Score:
         try:
