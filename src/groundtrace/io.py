@@ -6,23 +6,30 @@ import json
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from groundtrace._extras import missing_extra
 from groundtrace.record import InvalidInput
 from groundtrace.score import ScoredRecord
 
 
+# JSON's own whitespace: a line of nothing else is blank (a line of other spaces is an input, and invalid)
+_BLANK = b" \t\r\n"
+
+
 def read_jsonl(path: str | Path) -> Iterator[dict[str, Any] | InvalidInput]:
     """One mapping per non-blank line; a line that is not a JSON object becomes an InvalidInput.
 
-    Undecodable bytes are replaced rather than fatal: one corrupt line must not lose the file.
+    Lines end at "\n" only: a stray "\r" (or any other Unicode line break) inside a line does not
+    make two inputs of one. Undecodable bytes are replaced rather than fatal: one corrupt line must
+    not lose the file.
     """
-    handle: TextIO = sys.stdin if str(path) == "-" else open(path, encoding="utf-8", errors="replace")
+    handle: BinaryIO = sys.stdin.buffer if str(path) == "-" else open(path, "rb")
     with handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip(_BLANK):
                 continue
+            line = raw.decode("utf-8", "replace")
             try:
                 value = json.loads(line)
             except json.JSONDecodeError as error:
@@ -61,7 +68,7 @@ def count_records(path: str | Path) -> int:
 
         return pq.ParquetFile(path).metadata.num_rows
     with open(path, "rb") as handle:
-        return sum(1 for line in handle if line.strip())
+        return sum(1 for line in handle if line.strip(_BLANK))
 
 
 def write_jsonl(rows: Iterable[ScoredRecord], handle: TextIO) -> int:
