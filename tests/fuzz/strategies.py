@@ -3,16 +3,7 @@ control characters, right-to-left and combining marks, empty and huge fields, wr
 
 from __future__ import annotations
 
-import math
-from typing import Any
-
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-
-# the example database would be written into the working tree; the runs stay modest and repeatable
-settings.register_profile("groundtrace", deadline=None, database=None, print_blob=True,
-                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.load_profile("groundtrace")
 
 ODD = ["\x00", "\x07", "\x1b", "\x7f", "\x85", "\x9f", "\ud800", "\udfff", "\ud83d", "\u200b", "\u200f",
        "\u202e", "\u2028", "\u2029", "\ufeff", "\ufffd", "\u0301", "\r", "\n", "\t", " ", "\u3000",
@@ -61,7 +52,3 @@ well_formed_records = st.fixed_dictionaries({"question": text, "contexts": st.li
                                              "answer": text}, optional={"language": st.sampled_from(["en", "ru", "zh"])})
 #: what a caller may hand a batch: mostly mappings, or anything at all
 inputs = st.one_of(records, records, well_formed_records, values)
-
-
-def finite(value: Any) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(value)
