@@ -34,6 +34,9 @@ log = get_logger("groundtrace.sinks")
 
 
 class Sink:
+    """The base of the built-in sinks, with every optional part a sink may have. A sink of your own
+    need not subclass it: an object with ``emit(record, scores)`` is enough."""
+
     name: ClassVar[str]
     #: (link name, lookup of the current request's id) for a trace system whose ids are not
     #: OpenTelemetry's; the lookup must be cheap and must never raise
