@@ -322,7 +322,7 @@ class Monitor:
             log.exception("groundtrace: scoring a batch failed")
             all_scores = [[m.error(f"{type(error).__name__}: {error}", r.id) for m in self.metrics] for r in batch]
         per_record_ms = (time.perf_counter() - started) * 1000.0 / len(batch)
-        for record, scores in zip(batch, all_scores):
+        for record, scores in zip(batch, all_scores, strict=False):
             self._deliver(record, scores, per_record_ms)
 
     def _deliver(self, record: Record, scores: list[Score], latency_ms: float | None) -> None:

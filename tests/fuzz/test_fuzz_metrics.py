@@ -84,7 +84,7 @@ def test_grounding_fails_a_record_of_strings_only_for_a_documented_reason(item: 
 def test_the_evaluator_gives_one_row_per_input_in_order(items: list[Any], workers: int) -> None:
     rows = Evaluator(["lexical"], workers=workers).evaluate(items)
     assert len(rows) == len(items)
-    for item, row in zip(items, rows):
+    for item, row in zip(items, rows, strict=True):
         assert len(row.scores) == 1
         check("lexical", item, row.scores[0])
         if isinstance(item, dict) and isinstance(item.get("id"), str):

@@ -56,7 +56,7 @@ def test_every_non_blank_jsonl_line_gives_one_row_in_order(content: list[bytes],
     wanted = [(n, line) for n, line in enumerate(content, start=1) if line.strip(JSON_BLANK.encode())]
     assert len(rows) == len(wanted) == counted
     check_rows(rows)
-    for (number, line), row in zip(wanted, rows):
+    for (number, line), row in zip(wanted, rows, strict=True):
         try:
             value = json.loads(line.decode("utf-8", "replace"))
         except ValueError:
