@@ -121,3 +121,15 @@ def test_any_python_value_as_input_gives_one_row(items: list[Any]) -> None:
     rows = list(score_stream(items, ["lexical"]))
     assert len(rows) == len(items)
     check_rows(rows)
+
+
+def test_standard_input_is_read_as_a_file_is(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from groundtrace.cli import app
+
+    lines = b'{"id": "a", "question": "q", "contexts": ["Paris is in France."], "answer": "Paris\\r is in France."}\n\r\n[1]\n'
+    result = CliRunner().invoke(app, ["score", "-", "-m", "lexical", "-o", str(tmp_path / "out.jsonl")], input=lines)
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [row["id"] for row in rows] == ["a", "line-3"]
