@@ -133,9 +133,9 @@ class Monitor:
     ``mask``: a function ``str -> str`` (or ``module:function``) applied to each record's question,
     contexts, answer and reference in the worker, before any metric or sink sees them; a record the
     mask fails on is not scored: the sinks get its id (nothing else of it) and every metric's error
-    Score, and it counts as failed. ``capture_text=False``:
-    the sinks get no text (values, verdicts and span offsets only). Both default to the settings'
-    (GROUNDTRACE_MASK, GROUNDTRACE_CAPTURE_TEXT), the environment's when no settings are given.
+    Score, and it counts as failed. ``capture_text=False``: the sinks get no text (values, verdicts
+    and span offsets only). Both default to the settings' (GROUNDTRACE_MASK,
+    GROUNDTRACE_CAPTURE_TEXT), the environment's when no settings are given.
     """
 
     @classmethod

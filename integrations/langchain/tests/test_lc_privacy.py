@@ -31,7 +31,7 @@ def test_a_handler_that_builds_its_monitor_masks_through_it() -> None:
     handler = GroundtraceCallbackHandler(metrics=["lexical"], sinks=[sink], mask=hide_city, flush_at_exit=False)
     try:
         assert rag_chain(ANSWER).invoke(QUESTION, config={"callbacks": [handler]}) == ANSWER
-        assert handler.monitor.mask is hide_city and handler.monitor.flush(10)
+        assert handler.monitor.mask is None and handler.monitor.flush(10)  # it goes with each Record
     finally:
         handler.close()
     assert_masked(sink)
@@ -63,3 +63,16 @@ def test_a_mask_that_raises_sends_only_the_id_and_errors(monitor: Monitor, sink:
     assert (record.question, record.contexts, record.answer, record.trace_id) == (None, None, None, None)
     assert record.id is not None and score.error.startswith("invalid record: the mask raised KeyError")
     assert "Paris" not in score.error and monitor.stats.failed == 1
+
+
+def test_the_handlers_mask_runs_before_the_environments(monkeypatch) -> None:
+    monkeypatch.setenv("GROUNDTRACE_MASK", "builtins:str.upper")
+    sink = CollectingSink()
+    handler = GroundtraceCallbackHandler(metrics=["lexical"], sinks=[sink], mask=hide_city, flush_at_exit=False)
+    try:
+        rag_chain(ANSWER).invoke(QUESTION, config={"callbacks": [handler]})
+        assert handler.monitor.mask is str.upper and handler.monitor.flush(10)
+    finally:
+        handler.close()
+    [(record, _)] = sink.emitted
+    assert record.answer == hide_city(ANSWER).upper()  # "<CITY> IS ...": hidden first, then upper-cased

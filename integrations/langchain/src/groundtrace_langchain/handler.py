@@ -53,9 +53,9 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
     from ``GROUNDTRACE_*`` is used (created on the first Record). ``answer_key`` names the key of a
     dict output (a LangGraph state, say) that holds the answer. ``sample_rate`` goes to the owned
     Monitor, or along with each Record to a given or shared one, which applies it with its own.
-    ``mask`` (a function ``str -> str``) goes the same way: to the owned Monitor, or with each Record
-    to a given or shared one, which applies it in its worker, off the request path, before its own
-    mask and before any metric or sink sees the text (see groundtrace.privacy).
+    ``mask`` (a function ``str -> str``) goes with each Record to the Monitor (owned, given or
+    shared), which applies it in its worker, off the request path, before its own mask
+    (GROUNDTRACE_MASK) and before any metric or sink sees the text (see groundtrace.privacy).
     """
 
     # Our callbacks are O(1), thread-safe and never block: run them inline in async chains instead
@@ -86,8 +86,6 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
         if builds_monitor:
             if sample_rate is not None:
                 monitor_options["sample_rate"] = sample_rate
-            if mask is not None:
-                monitor_options["mask"] = mask
             monitor = Monitor(metrics, sinks, **monitor_options)
         elif monitor is None:
             prepare_shared_capture()  # the shared Monitor comes with the first Record: its trace links now
@@ -95,7 +93,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
         self.owns_monitor = builds_monitor
         self.answer_key = answer_key
         self._sample_rate = None if builds_monitor else sample_rate
-        self._mask = None if builds_monitor else mask
+        self._mask = mask  # always with each Record, so that it runs before the Monitor's own mask
         self._scope = next(_scopes)
 
     @property
