@@ -12,6 +12,17 @@ import pytest
 
 from groundtrace.backends.embedders import Embedder
 
+try:
+    from hypothesis import HealthCheck, settings
+except ImportError:  # the property-based tests need the test extra; the rest does not
+    settings = None
+else:
+    # the example database would be written into the working tree; runs stay modest and repeatable
+    # (the same examples every run: a failure in CI is a bug, never bad luck)
+    settings.register_profile("groundtrace", deadline=None, database=None, print_blob=True, derandomize=True,
+                              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    settings.load_profile("groundtrace")
+
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 

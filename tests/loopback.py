@@ -1,7 +1,8 @@
 """One loopback HTTP server for every test that talks to a scripted API on 127.0.0.1.
 
 It records each request and answers with ``respond(request)``: a :class:`Reply`, or a tuple
-(status, JSON body[, delay in seconds]). It also counts the requests in flight at once.
+(status, JSON body[, delay in seconds]); a Reply with ``body`` sends those bytes as they are (an
+event stream, say), chunked. It also counts the requests in flight at once.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ class Reply:
     payload: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    body: bytes | None = None  # sent as is, chunked, instead of the JSON payload
+    content_type: str = "application/json"
 
     @classmethod
     def of(cls, value: Reply | tuple) -> Reply:
@@ -70,14 +73,17 @@ class LoopbackServer:
                     reply = Reply.of(respond(request))
                     if reply.delay_s and server._stopping.wait(reply.delay_s):
                         return  # the test is over: drop the connection
-                    data = json.dumps(reply.payload).encode()
+                    data = json.dumps(reply.payload).encode() if reply.body is None else reply.body
                     self.send_response(reply.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
+                    self.send_header("Content-Type", reply.content_type)
+                    if reply.body is None:
+                        self.send_header("Content-Length", str(len(data)))
+                    else:
+                        self.send_header("Transfer-Encoding", "chunked")
                     for name, value in reply.headers.items():
                         self.send_header(name, value)
                     self.end_headers()
-                    self.wfile.write(data)
+                    self.wfile.write(data if reply.body is None else b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data))
                 except OSError:
                     pass  # the client gave up (a timeout test)
                 finally:

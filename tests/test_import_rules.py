@@ -4,7 +4,7 @@ function, or one made with importlib, counts as much as one at the top:
   another agent framework or an integration package;
 - arrows point down: each layer imports only the layers below it (text at the bottom; sinks and the
   report read Records and Scores and never import metrics); config.py, the data types and the
-  trace context import nothing of groundtrace;
+  trace context import nothing of groundtrace but the redaction step, which imports nothing of it;
 - outside metrics/, the metrics are reached through their packages' public names only;
 - groundtrace.testing (test support) is imported by tests, notebooks and benchmarks, never by the core."""
 
@@ -66,24 +66,29 @@ def framework_imports(root: Path) -> list[str]:
 
 
 # What each part of the core may import of groundtrace (the first name after "groundtrace."). The
-# data types, config.py and trace_context.py sit under everything, so they import nothing of it.
-MAY_IMPORT = {
+# redaction step sits under everything (every text groundtrace composes passes it) and imports nothing
+# of it; the data types, config.py and trace_context.py sit just above, importing nothing else.
+# privacy.py (the mask, text-free delivery) reads Records and Scores, like the sinks that use it.
+BOTTOM = {"redaction"}
+MAY_IMPORT = {part: allowed | BOTTOM for part, allowed in {
     "text": {"text"},
     "detector": {"detector", "text"},
     "backends": {"backends", "text", "_extras", "config", "record", "score"},
     "metrics": {"metrics", "backends", "detector", "text", "_extras", "config", "record", "score"},
-    "sinks": {"sinks", "_extras", "config", "record", "score", "trace_context"},
+    "sinks": {"sinks", "_extras", "config", "privacy", "record", "score", "trace_context"},
     "report": {"report", "classification", "io", "record", "score"},
     # sources read platforms the sinks write to (one client builder each, the sinks' ids of a score)
     "sources": {"sources", "sinks", "_extras", "config", "record", "score"},
-    "backfill.py": {"sources", "sinks", "record", "score"},
+    "backfill.py": {"sources", "sinks", "privacy", "record", "score"},
+    "privacy.py": {"record", "score"},
     # reading files in every layout; the report reads its labels through it, so it never reaches a metric
     "io.py": {"_extras", "layouts", "record", "score"}, "layouts.py": set(), "gate.py": {"tally"},
     # metrics where users evaluate: a DataFrame, LangSmith's and MLflow's evaluation loops
     "frame.py": {"_extras", "engine", "io", "metrics", "score"},
     "evaluators.py": {"_extras", "metrics", "record", "score", "sinks", "sources"},
     "record.py": set(), "score.py": {"record"}, "config.py": set(), "trace_context.py": set(), "_extras.py": set(),
-}
+}.items()}
+MAY_IMPORT["redaction.py"] = set()
 PUBLIC_METRICS = {"groundtrace.metrics", "groundtrace.metrics.judged"}
 
 
@@ -139,6 +144,7 @@ def test_the_walk_sees_each_kind_of_import(tmp_path: Path, line: str) -> None:
     ("cli.py", "from groundtrace.metrics.judged import prompts", "not a public name"),
     ("cli.py", "from groundtrace.testing.llama_server import LlamaServer", "test support"),
     ("metrics/judged/x.py", "from ...sinks import Sink", "below metrics"),
+    ("redaction.py", "from groundtrace.record import Record", "below redaction.py"),
 ])
 def test_the_layer_walk_sees_each_kind_of_upward_import(tmp_path: Path, where: str, line: str, broken: str) -> None:
     package = tmp_path / "groundtrace"

@@ -6,12 +6,12 @@ Integrations announce themselves through the ``groundtrace.instrumentors`` entry
 
 from __future__ import annotations
 
-import logging
 from importlib.metadata import entry_points
 
 from groundtrace.config import Settings
+from groundtrace.redaction import get_logger
 
-log = logging.getLogger("groundtrace.autoinstrument")
+log = get_logger("groundtrace.autoinstrument")
 
 
 def instrument_all(*, force: bool = False) -> list[str]:

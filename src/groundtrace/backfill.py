@@ -10,24 +10,29 @@ for it again (the source reads that from the platform), and a record whose id is
 output file is skipped, so an interrupted run resumes where it stopped. ``rescore`` does both
 again from scratch. Sinks run before the output line is written: the output line is the mark that
 a record is done, so a crash in between re-delivers that record's scores rather than losing them.
+
+Privacy: ``mask`` is applied to each record as it is read, before it is scored or delivered (a
+record the mask fails on is written with its id and error Scores only); ``capture_text=False``
+gives the sinks no text (see groundtrace.privacy).
 """
 
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from groundtrace.privacy import Mask, load_mask, take_in
 from groundtrace.record import Record
+from groundtrace.redaction import get_logger
 from groundtrace.score import ScoredRecord
-from groundtrace.sinks import emit_all
+from groundtrace.sinks import emit_all, flush_sinks
 from groundtrace.sources import SCORED_KEY, Source, SourceFilter
 from groundtrace.sources.spans import FILTERED
 
-log = logging.getLogger("groundtrace.backfill")
+log = get_logger("groundtrace.backfill")
 
 
 @dataclass
@@ -97,7 +102,7 @@ def missing_metrics(record: Record, names: Sequence[str], rescore: bool) -> list
     return [name for name in names if name not in scored]
 
 
-Scorer = Callable[[Iterator[Record], Callable[[Record], Sequence[str] | None]], Iterator[ScoredRecord]]
+Scorer = Callable[[Iterator[Any], Callable[[Record], Sequence[str] | None]], Iterator[ScoredRecord]]
 
 
 def backfill(
@@ -110,14 +115,18 @@ def backfill(
     output: Path | None = None,
     rescore: bool = False,
     on_result: Callable[[ScoredRecord], None] | None = None,
+    mask: Mask | str | None = None,
+    capture_text: bool = True,
 ) -> BackfillSummary:
     """Read ``source``, score with ``score(records, select)`` (an engine's iter_evaluate), deliver
-    to ``sinks`` and append to ``output``. Returns the counts; never raises for one bad record."""
+    to ``sinks`` and append to ``output``. Returns the counts; never raises for one bad record.
+    ``mask``/``capture_text``: see the module's doc."""
     summary = BackfillSummary()
+    mask = load_mask(mask)
     skip_ids = set() if rescore or output is None else done_ids(output)
     wanted: dict[str, list[str]] = {}
 
-    def todo() -> Iterator[Record]:
+    def todo() -> Iterator[Any]:
         for record in source.records(filters):
             if record.id in skip_ids:
                 summary.already_in_output += 1
@@ -127,7 +136,7 @@ def backfill(
                 summary.already_scored += 1
                 continue
             wanted[record.id or ""] = needed
-            yield record
+            yield take_in(record, mask)
 
     def select(record: Record) -> Sequence[str] | None:
         return wanted.get(record.id or "")
@@ -136,7 +145,7 @@ def backfill(
     try:
         for row in score(todo(), select):
             wanted.pop(row.id or "", None)
-            summary.sink_errors += emit_all(sinks, row.record, row.scores)
+            summary.sink_errors += emit_all(sinks, row.record, row.scores, capture_text=capture_text)
             if handle is not None:
                 handle.write(row.model_dump_json() + "\n")
                 handle.flush()  # the line is the mark that this record is done: a resume trusts it
@@ -152,11 +161,8 @@ def backfill(
     finally:
         if handle is not None:
             handle.close()
-        for sink in sinks:
-            try:
-                sink.flush()
-            except Exception as error:
-                log.warning("groundtrace: flushing sink %s failed: %s", getattr(sink, "name", sink), error)
+        for problem in flush_sinks(sinks):
+            log.warning("groundtrace: %s", problem)
     summary.read = source.stats.traces
     skipped = dict(source.stats.skipped)
     summary.filtered = skipped.pop(FILTERED, 0)

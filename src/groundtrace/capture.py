@@ -17,7 +17,6 @@ Sampling and exclusion are not here: the Monitor decides both (``Monitor.submit`
 
 from __future__ import annotations
 
-import logging
 import sys
 import threading
 from collections.abc import Mapping
@@ -25,8 +24,9 @@ from typing import Any, ClassVar
 
 from groundtrace.config import Settings
 from groundtrace.monitor import Monitor
+from groundtrace.redaction import get_logger, redact
 
-log = logging.getLogger("groundtrace.capture")
+log = get_logger("groundtrace.capture")
 
 REQUEST_SPAN_NAME = "groundtrace.request"
 
@@ -229,5 +229,5 @@ def end_request_span(span: Any, error: BaseException | None = None, *, end_time:
     if error is not None:
         from opentelemetry.trace import Status, StatusCode
 
-        span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"[:200]))
+        span.set_status(Status(StatusCode.ERROR, redact(f"{type(error).__name__}: {error}")[:200]))
     span.end(end_time=end_time)

@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from typer.core import TyperGroup
 
 from groundtrace.config import Settings
+from groundtrace.redaction import redact
 from groundtrace.score import ScoredRecord
 
 if TYPE_CHECKING:
@@ -135,6 +137,11 @@ def _force_progress() -> bool:
         return False
 
 
+def _shown(text: object) -> str:
+    """A message of ours for the console: secrets redacted, and brackets shown, not read as markup."""
+    return escape(redact(str(text)))
+
+
 def _fmt(value: float | None, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
@@ -222,15 +229,17 @@ def _score_file(input_path: str, metrics: str, output: Path | None, workers: int
         items, total = map_rows(stdin, schema, where="the records on stdin").rows, len(stdin)
     else:
         items, total = read_layout(input_path, schema).rows, count_records(input_path)
-    built = command_line_sinks(sinks)
+    settings = Settings.from_env()
+    built = command_line_sinks(sinks, settings)
     tally = Tally(keep=keep)
     sink = open(output, "w", encoding="utf-8") if output else nullcontext(None)
     try:
         with sink as handle, _progress() as progress:
             task = progress.add_task("scoring", total=total)
-            for row in score_stream(items, metrics, options=options, workers=workers, **(engine or {})):
+            for row in score_stream(items, metrics, options=options, workers=workers, mask=settings.mask,
+                                    **(engine or {})):
                 tally.add(row)
-                emit_all(built, row.record, row.scores)
+                emit_all(built, row.record, row.scores, capture_text=settings.capture_text)
                 if handle:
                     handle.write(row.model_dump_json() + "\n")
                 progress.advance(task)
@@ -241,11 +250,10 @@ def _score_file(input_path: str, metrics: str, output: Path | None, workers: int
 
 def close_sinks(sinks: Sequence[Any]) -> None:
     """Close every sink (delivering what it buffered); one that fails is reported, not raised."""
-    for sink in sinks:
-        try:
-            sink.close()
-        except Exception as error:
-            console.print(f"[yellow]closing sink {sink.name} failed:[/yellow] {error}")
+    from groundtrace import sinks as sink_contract
+
+    for problem in sink_contract.close_sinks(sinks):
+        console.print(f"[yellow]{_shown(problem)}[/yellow]")
 
 
 SINCE_HELP = ("ISO date or time (UTC unless it names a zone), or an age such as 7d, 12h, 30m")
@@ -285,13 +293,13 @@ def parse_where(pairs: Sequence[str] | None, option: str = "--where") -> dict[st
 
 def command_line_sinks(names: str | None, settings: Any = None) -> list[Any]:
     """The sinks --sinks names ('none' or empty: none), each able to deliver from this process."""
-    from groundtrace.sinks import build_sinks
+    from groundtrace.sinks import build_sinks, sink_name, sink_undeliverable
 
     built = build_sinks("" if not names or names.strip().lower() == "none" else names, settings)
     for sink in built:
-        reason = sink.undeliverable()
+        reason = sink_undeliverable(sink)
         if reason:
-            raise ValueError(f"--sinks {sink.name}: {reason}")
+            raise ValueError(f"--sinks {sink_name(sink)}: {reason}")
     return built
 
 
@@ -321,7 +329,8 @@ def _backfill(spec: str, metrics: str, output: Path | None, workers: int, option
             summary = backfill(source, names,
                                lambda records, select: score_stream(records, names, options=options, workers=workers,
                                                                     select=select, **engine),
-                               filters=filters, sinks=built, output=output, rescore=rescore, on_result=done)
+                               filters=filters, sinks=built, output=output, rescore=rescore, on_result=done,
+                               mask=settings.mask, capture_text=settings.capture_text)
         finally:
             close_sinks(built)
             source.close()
@@ -377,7 +386,7 @@ def score_command(
     except typer.BadParameter:
         raise
     except (KeyError, ValueError, FileNotFoundError, RuntimeError, ImportError, ConnectionError) as error:
-        console.print(f"[red]error:[/red] {error}")
+        console.print(f"[red]error:[/red] {_shown(error)}")
         raise typer.Exit(2) from None
     if show:
         out.print(records_table(tally.kept, show))
@@ -386,7 +395,7 @@ def score_command(
     if summary is not None:
         console.print(summary.line())
         for failure in summary.failures:
-            console.print(f"[yellow]failed:[/yellow] {failure}")
+            console.print(f"[yellow]failed:[/yellow] {_shown(failure)}")
     if output:
         console.print(f"wrote {tally.count} scored records to {output}")
     results = [gate.check(tally) for gate in gates]
@@ -439,7 +448,7 @@ def bench_command(
                                 options=parse_options(option), limit=limit, progress=tick,
                                 engine=engine_options(engine, address, actors, batch_size), schema=schema)
         except (KeyError, ValueError, FileNotFoundError, ImportError, ConnectionError) as error:
-            console.print(f"[red]error:[/red] {error}")
+            console.print(f"[red]error:[/red] {_shown(error)}")
             raise typer.Exit(2) from None
     if as_json:
         print(json.dumps({name: {**r.as_dict(), "cost": _cost_totals(r.scores)} for name, r in results.items()},
@@ -466,7 +475,7 @@ def bench_command(
         out.print(f"{name}: threshold from {r.threshold_source}; the F1-optimal threshold on this file would be "
                   f"{r.oracle['threshold']:.4g} (F1 {r.oracle['f1']:.3f}, optimistic)")
         if r.overall.errors:
-            out.print(f"[yellow]{name}: {r.overall.errors} records failed[/yellow], e.g. {r.first_errors[0]}")
+            out.print(f"[yellow]{name}: {r.overall.errors} records failed[/yellow], e.g. {_shown(r.first_errors[0])}")
 
 
 def _cost_totals(scores: Sequence[Any]) -> dict[str, Any] | None:
@@ -519,14 +528,14 @@ def synth_command(
         with open(output, "w", encoding="utf-8") as handle:
             handle.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in made)
     except (JudgeError, ValueError, FileNotFoundError) as error:
-        console.print(f"[red]error:[/red] {error}")
+        console.print(f"[red]error:[/red] {_shown(error)}")
         raise typer.Exit(2) from None
     console.print(f"read {stats.read} records: wrote {stats.written} hallucinated rows"
                   + (f" and {stats.originals} originals" if with_originals else "")
                   + f" to {output}; {stats.unchanged} unchanged by the model, {stats.skipped} without answer or contexts, "
                   f"{stats.failed} failed")
     for error in stats.errors:
-        console.print(f"[yellow]failed:[/yellow] {error}")
+        console.print(f"[yellow]failed:[/yellow] {_shown(error)}")
     if stats.read and not stats.written:
         raise typer.Exit(1)
 

@@ -22,10 +22,15 @@ Everything else receives a :class:`Settings` (or plain arguments) and reads no e
     OPENAI_API_KEY               its key (a local server needs none)
     GROUNDTRACE_JUDGE_CACHE_DIR  the judge's answer cache (default $XDG_CACHE_HOME/groundtrace/judge,
                                  else ~/.cache/groundtrace/judge)
+    GROUNDTRACE_MASK             module:function, a str -> str mask applied to every question, context and
+                                 answer before any metric, judge or sink sees it (see groundtrace.privacy)
+    GROUNDTRACE_CAPTURE_TEXT     false: sinks get scores, verdicts and span offsets, no text (default true)
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT (+ /v1/traces): where the otel
                                  sink sends its spans when the process has no tracer provider of its own
                                  (the command line: score --from ... --sinks otel)
-The SDK sinks' own variables (LANGSMITH_*, LANGFUSE_*, PHOENIX_*, MLFLOW_*) are their SDKs' business.
+The SDK sinks' own variables (LANGSMITH_*, LANGFUSE_*, PHOENIX_*, MLFLOW_*) are their SDKs' business,
+except that the keys among them (SECRET_VARIABLES) are read here too, only to be registered with the
+redactor (groundtrace.redaction): no text groundtrace writes ever shows them.
 """
 
 from __future__ import annotations
@@ -37,9 +42,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from groundtrace.redaction import register_secrets
+
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 DEFAULT_JSONL_PATH = "groundtrace-scores.jsonl"
+#: the keys groundtrace or the SDKs of its sinks and sources may use: never shown in any text groundtrace writes
+SECRET_VARIABLES = ("OPENAI_API_KEY", "LANGSMITH_API_KEY", "LANGCHAIN_API_KEY", "LANGFUSE_SECRET_KEY",
+                    "LANGFUSE_PUBLIC_KEY", "PHOENIX_API_KEY")
 
 
 def _environ(environ: Mapping[str, str] | None) -> Mapping[str, str]:
@@ -71,6 +81,9 @@ class JudgeSettings:
     base_url: str | None = None
     api_key: str | None = None
     cache_dir: Path = Path("~/.cache/groundtrace/judge").expanduser()
+
+    def __post_init__(self) -> None:
+        register_secrets(self.api_key)
 
     @property
     def configured(self) -> bool:
@@ -133,6 +146,15 @@ class Settings:
     progress: bool = False
     judge: JudgeSettings = field(default_factory=JudgeSettings)
     otlp_traces_endpoint: str | None = None
+    #: ``module:function`` of the mask (GROUNDTRACE_MASK), loaded by groundtrace.privacy.load_mask
+    mask: str | None = None
+    #: False: sinks get no text (GROUNDTRACE_CAPTURE_TEXT=false)
+    capture_text: bool = True
+    #: the values of SECRET_VARIABLES that are set, registered with the redactor
+    secrets: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        register_secrets(*self.secrets)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -154,6 +176,9 @@ class Settings:
         except json.JSONDecodeError as error:
             raise ValueError(f"GROUNDTRACE_OPTIONS is not valid JSON: {error}") from None
         enabled = parse_flag(env.get("GROUNDTRACE_ENABLED"))
+        capture_text = parse_flag(env.get("GROUNDTRACE_CAPTURE_TEXT"))
+        if capture_text is None and _text(env, "GROUNDTRACE_CAPTURE_TEXT"):  # a typo must not send the text
+            raise ValueError(f"GROUNDTRACE_CAPTURE_TEXT={env['GROUNDTRACE_CAPTURE_TEXT']!r} is not a flag: use true or false")
         judge = JudgeSettings.from_env(env)
         return cls(
             enabled=enabled is True,
@@ -171,4 +196,7 @@ class Settings:
             progress=parse_flag(env.get("GROUNDTRACE_PROGRESS")) is True,
             judge=judge,
             otlp_traces_endpoint=_otlp_traces_endpoint(env),
+            mask=_text(env, "GROUNDTRACE_MASK"),
+            capture_text=capture_text is not False,
+            secrets=tuple(value for name in SECRET_VARIABLES if (value := _text(env, name))),
         )

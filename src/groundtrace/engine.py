@@ -10,6 +10,7 @@ from typing import Any
 
 from groundtrace.config import Settings, default_metrics
 from groundtrace.metrics import Metric, get_metric, metric_class
+from groundtrace.privacy import Mask, load_mask, masked_items, take_in
 from groundtrace.record import InvalidRecord, Record, coerce_record, placeholder_record
 from groundtrace.score import ScoredRecord
 
@@ -67,6 +68,9 @@ class Evaluator:
     ``workers`` threads score records concurrently (the numpy and regex work releases the GIL
     often enough to gain on more cores; judge metrics, later, gain most). Results come back in
     input order, and at most ``workers * 4`` records are in flight, so a file of any size streams.
+    ``mask``: a function ``str -> str`` (or ``module:function``) applied to each record's question,
+    contexts, answer and reference before any metric sees them; a record it fails on comes back with
+    error Scores and its id only (see groundtrace.privacy).
     """
 
     def __init__(
@@ -75,15 +79,18 @@ class Evaluator:
         *,
         workers: int = 1,
         options: Mapping[str, Mapping[str, Any]] | None = None,
+        mask: Mask | str | None = None,
     ) -> None:
         self.metrics = build_metrics(metrics, options)
         self.workers = max(1, int(workers))
+        self.mask = load_mask(mask)
 
     def score_one(self, item: Record | Mapping[str, Any] | Any, metrics: Sequence[Metric] | None = None,
                   select: Selector | None = None) -> ScoredRecord:
         """``item`` scored by ``metrics`` (default: all of this Evaluator's), of which ``select(record)``
         names those to run on this record (None: all)."""
         metrics = self.metrics if metrics is None else metrics
+        item = take_in(item, self.mask)
         try:
             record = coerce_record(item)
         except InvalidRecord:
@@ -134,9 +141,11 @@ def evaluate(
     *,
     workers: int = 1,
     options: Mapping[str, Mapping[str, Any]] | None = None,
+    mask: Mask | str | None = None,
 ) -> list[ScoredRecord]:
-    """Score ``records`` (Records or mappings) with ``metrics`` (default: ``default_metrics()``, i.e. grounding)."""
-    return Evaluator(metrics, workers=workers, options=options).evaluate(records)
+    """Score ``records`` (Records or mappings) with ``metrics`` (default: ``default_metrics()``, i.e. grounding);
+    ``mask``: see :class:`Evaluator`."""
+    return Evaluator(metrics, workers=workers, options=options, mask=mask).evaluate(records)
 
 
 ENGINES = ("local", "ray")
@@ -151,6 +160,7 @@ def score_stream(
     workers: int = 1,
     on_result: Callable[[ScoredRecord], None] | None = None,
     select: Selector | None = None,
+    mask: Mask | str | None = None,
     **ray_options: Any,
 ) -> Iterator[ScoredRecord]:
     """Score ``items`` on the chosen engine, in input order: the one place the command line, the
@@ -158,13 +168,15 @@ def score_stream(
 
     ``engine="local"`` (default): an :class:`Evaluator` with ``workers`` threads. ``engine="ray"``:
     :func:`groundtrace.ray.score_records`, which takes ``ray_options`` (``address``, ``actors``,
-    ``batch_size``, ...) and metrics by name only. ``select(record)``: the metrics to run on a record."""
+    ``batch_size``, ...) and metrics by name only. ``select(record)``: the metrics to run on a record.
+    ``mask``: applied here, on this machine, before any engine sees a record (see :class:`Evaluator`)."""
     if engine == "local":
         if ray_options:
             raise ValueError(f"{', '.join(sorted(ray_options))}: options of the ray engine, not of the local one")
-        return Evaluator(metrics, workers=workers, options=options).iter_evaluate(items, on_result, select)
+        return Evaluator(metrics, workers=workers, options=options, mask=mask).iter_evaluate(items, on_result, select)
     if engine == "ray":
         from groundtrace.ray import score_records
 
-        return score_records(items, metrics, options=options, on_result=on_result, select=select, **ray_options)
+        return score_records(masked_items(items, load_mask(mask)), metrics, options=options, on_result=on_result,
+                             select=select, **ray_options)
     raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")

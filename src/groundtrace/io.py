@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from groundtrace._extras import missing_extra
 from groundtrace.layouts import Layout, resolve
@@ -21,16 +21,23 @@ from groundtrace.score import ScoredRecord
 DETECTION_ROWS = 1000
 
 
+# JSON's own whitespace: a line of nothing else is blank (a line of other spaces is an input, and invalid)
+_BLANK = b" \t\r\n"
+
+
 def read_jsonl(path: str | Path) -> Iterator[dict[str, Any] | InvalidInput]:
     """One mapping per non-blank line; a line that is not a JSON object becomes an InvalidInput.
 
-    Undecodable bytes are replaced rather than fatal: one corrupt line must not lose the file.
+    Lines end at "\n" only: a stray "\r" (or any other Unicode line break) inside a line does not
+    make two inputs of one. Undecodable bytes are replaced rather than fatal: one corrupt line must
+    not lose the file.
     """
-    handle: TextIO = sys.stdin if str(path) == "-" else open(path, encoding="utf-8", errors="replace")
+    handle: BinaryIO = sys.stdin.buffer if str(path) == "-" else open(path, "rb")
     with handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip(_BLANK):
                 continue
+            line = raw.decode("utf-8", "replace")
             try:
                 value = json.loads(line)
             except json.JSONDecodeError as error:
@@ -91,7 +98,7 @@ def count_records(path: str | Path) -> int:
     if is_csv(path):
         return sum(1 for _ in read_csv(path))
     with open(path, "rb") as handle:
-        return sum(1 for line in handle if line.strip())
+        return sum(1 for line in handle if line.strip(_BLANK))
 
 
 def keys_with_values(rows: Iterable[Mapping[str, Any] | InvalidInput]) -> set[str]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import atexit
 import hashlib
-import logging
 import os
 import queue
 import threading
@@ -27,11 +26,13 @@ from groundtrace.config import Settings
 from groundtrace.engine import build_metrics
 from groundtrace.scoring_process import ScoringProcess
 from groundtrace.metrics import Metric
-from groundtrace.record import Record
+from groundtrace.privacy import Mask, chain_masks, load_mask, take_in
+from groundtrace.record import InvalidInput, Record, placeholder_record
+from groundtrace.redaction import get_logger
 from groundtrace.score import Score
-from groundtrace.sinks import emit_all
+from groundtrace.sinks import close_sinks, emit_all, flush_sinks
 
-log = logging.getLogger("groundtrace.monitor")
+log = get_logger("groundtrace.monitor")
 
 # Metadata keys that keep a record out of scoring (set per call, e.g. in a chain's run metadata).
 EXCLUDE_KEYS = ("groundtrace_exclude", "groundtrace.exclude")
@@ -128,6 +129,13 @@ class Monitor:
     application never joins the cluster); the sinks still run here. When the cluster is unreachable
     or stops, the batch's records get error Scores and count as failed; the application sees
     nothing. Settings with a ray address make "auto" mean "ray" (needs the ``ray`` extra).
+
+    ``mask``: a function ``str -> str`` (or ``module:function``) applied to each record's question,
+    contexts, answer and reference in the worker, before any metric or sink sees them; a record the
+    mask fails on is not scored: the sinks get its id (nothing else of it) and every metric's error
+    Score, and it counts as failed. ``capture_text=False``: the sinks get no text (values, verdicts
+    and span offsets only). Both default to the settings' (GROUNDTRACE_MASK,
+    GROUNDTRACE_CAPTURE_TEXT), the environment's when no settings are given.
     """
 
     @classmethod
@@ -138,7 +146,8 @@ class Monitor:
         arguments: dict[str, Any] = dict(
             metrics=settings.metrics, sinks=settings.sinks, sample_rate=settings.sample_rate,
             queue_size=settings.queue_size, workers=settings.workers, metric_timeout_s=settings.metric_timeout_s,
-            options=settings.options, isolation=settings.isolation)
+            options=settings.options, isolation=settings.isolation, mask=settings.mask,
+            capture_text=settings.capture_text)
         return cls(settings=settings, **{**arguments, **overrides})
 
     def __init__(
@@ -157,10 +166,18 @@ class Monitor:
         flush_at_exit: bool = True,
         settings: Settings | None = None,
         ray_address: str | None = None,
+        mask: Mask | str | None = None,
+        capture_text: bool | None = None,
     ) -> None:
         from groundtrace.sinks import build_sinks, register_trace_links
 
         check_sample_rate(sample_rate)
+        if mask is None or capture_text is None:  # privacy switches hold however the Monitor was built
+            privacy = settings or Settings.from_env()
+            mask = privacy.mask if mask is None else mask
+            capture_text = privacy.capture_text if capture_text is None else capture_text
+        self.mask = load_mask(mask)
+        self.capture_text = capture_text
         self.metrics = build_metrics(metrics, options, settings)
         self.sinks = build_sinks(sinks, settings)
         register_trace_links(self.sinks)
@@ -197,11 +214,18 @@ class Monitor:
         asks to keep the request out of scoring: ``groundtrace_exclude`` (or ``groundtrace.exclude``)."""
         return bool(metadata) and any(metadata.get(key) for key in EXCLUDE_KEYS)
 
-    def submit(self, record: Record, *, sample_rate: float | None = None) -> bool:
+    @property
+    def shows_raw_text(self) -> bool:
+        """Whether what the Monitor delivers may carry the text as captured (no mask, text captured):
+        an adapter that writes text of its own onto a trace asks first."""
+        return self.capture_text and self.mask is None
+
+    def submit(self, record: Record, *, sample_rate: float | None = None, mask: Mask | None = None) -> bool:
         """Offer a record for scoring; True if it was queued. Never blocks, never raises.
 
         ``sample_rate``: a caller's own rate (a handler's), applied with the Monitor's by the same
-        deterministic rule, so the record is kept at the smaller of the two."""
+        deterministic rule, so the record is kept at the smaller of the two. ``mask``: a caller's own
+        mask (a handler's), applied in the worker before the Monitor's."""
         try:
             with self._lock:
                 self._stats.submitted += 1
@@ -219,7 +243,7 @@ class Monitor:
             with self._lock:
                 self._in_flight += 1
             try:
-                self._queue.put_nowait(record)
+                self._queue.put_nowait((record, mask))
             except queue.Full:
                 with self._lock:
                     self._in_flight -= 1
@@ -270,8 +294,24 @@ class Monitor:
                 break
         return batch
 
-    def _score_batch(self, scorer: ScoringProcess | None, batch: list[Record]) -> None:
+    def _take_in(self, batch: list[tuple[Record, Mask | None]]) -> list[Record]:
+        """The batch's records, masked. A record the mask fails on goes no further: what is delivered
+        for it is its id and every metric's error Score (no text, no trace ids to attach it to)."""
+        taken = []
+        for record, call_mask in batch:
+            item = take_in(record, chain_masks(call_mask, self.mask))
+            if isinstance(item, InvalidInput):  # the same error Scores the batch engines give it
+                log.warning("groundtrace: record %s not scored: %s", record.id, item.message)
+                self._deliver(placeholder_record(item), [metric.score(item) for metric in self.metrics], None)
+            else:
+                taken.append(item)
+        return taken
+
+    def _score_batch(self, scorer: ScoringProcess | None, items: list[tuple[Record, Mask | None]]) -> None:
         started = time.perf_counter()
+        batch = self._take_in(items)
+        if not batch:
+            return
         try:
             if scorer is not None:
                 errors = [metric.error for metric in self.metrics]
@@ -282,18 +322,23 @@ class Monitor:
             log.exception("groundtrace: scoring a batch failed")
             all_scores = [[m.error(f"{type(error).__name__}: {error}", r.id) for m in self.metrics] for r in batch]
         per_record_ms = (time.perf_counter() - started) * 1000.0 / len(batch)
-        for record, scores in zip(batch, all_scores):
-            failed = any(not s.ok for s in scores)
-            try:
-                self._emit(record, scores)
-            except Exception:
-                log.exception("groundtrace: delivering record %s failed", record.id)
-            with self._lock:
-                self._stats.failed += failed
-                self._stats.scored += not failed
-                self._latencies.append(per_record_ms)
-                self._in_flight -= 1
-                self._idle.notify_all()
+        for record, scores in zip(batch, all_scores, strict=False):
+            self._deliver(record, scores, per_record_ms)
+
+    def _deliver(self, record: Record, scores: list[Score], latency_ms: float | None) -> None:
+        """Hand a record's Scores to the sinks and settle it: scored, or failed when a Score is an error."""
+        failed = any(not s.ok for s in scores)
+        try:
+            self._emit(record, scores)
+        except Exception:
+            log.exception("groundtrace: delivering record %s failed", record.id)
+        with self._lock:
+            self._stats.failed += failed
+            self._stats.scored += not failed
+            if latency_ms is not None:
+                self._latencies.append(latency_ms)
+            self._in_flight -= 1
+            self._idle.notify_all()
 
     def _score(self, metric: Metric, record: Record) -> Score:
         try:
@@ -310,7 +355,7 @@ class Monitor:
             return metric.error(f"{type(error).__name__}: {error}", record.id)
 
     def _emit(self, record: Record, scores: list[Score]) -> None:
-        failed = emit_all(self.sinks, record, scores)
+        failed = emit_all(self.sinks, record, scores, capture_text=self.capture_text)
         if failed:
             with self._lock:
                 self._stats.sink_errors += failed
@@ -325,11 +370,8 @@ class Monitor:
                 if remaining is not None and remaining <= 0:
                     return False
                 self._idle.wait(remaining)
-        for sink in self.sinks:
-            try:
-                sink.flush()
-            except Exception as error:
-                log.warning("groundtrace: flushing sink %s failed: %s", getattr(sink, "name", sink), error)
+        for problem in flush_sinks(self.sinks):
+            log.warning("groundtrace: %s", problem)
         return True
 
     def close(self, timeout: float | None = 10.0) -> None:
@@ -348,11 +390,8 @@ class Monitor:
         for worker in self._workers:
             worker.join(timeout=1.0)
         self._metric_pool.shutdown(wait=False, cancel_futures=True)
-        for sink in self.sinks:
-            try:
-                sink.close()
-            except Exception as error:
-                log.warning("groundtrace: closing sink %s failed: %s", getattr(sink, "name", sink), error)
+        for problem in close_sinks(self.sinks):
+            log.warning("groundtrace: %s", problem)
         log.info("groundtrace: monitor closed: %s", self.stats.as_dict())
 
     def _drop_queued(self) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from groundtrace.record import Record
+from groundtrace.redaction import redact_optional
 
 
 class Span(BaseModel):
@@ -57,6 +58,12 @@ class Score(BaseModel):
     cost: Cost | None = None
     error: str | None = None
     record_id: str | None = None
+
+    @field_validator("reason", "error")
+    @classmethod
+    def _redacted(cls, text: str | None) -> str | None:
+        # every reason and error that leaves in a Score passes the one redaction step, whoever made it
+        return redact_optional(text)
 
     @field_validator("value")
     @classmethod

@@ -61,7 +61,7 @@ def test_a_chat_whose_llm_raises_is_not_scored(index, instrumented, sink):
 def spy_on_submit(monitor, monkeypatch) -> list:
     submitted = []
     submit = monitor.submit
-    monkeypatch.setattr(monitor, "submit", lambda record: submitted.append(record) or submit(record))
+    monkeypatch.setattr(monitor, "submit", lambda record, **options: submitted.append(record) or submit(record, **options))
     return submitted
 
 

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import math
 import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from groundtrace.record import InvalidRecord, Record, coerce_record, salvage_id
+from groundtrace.redaction import get_logger
 from groundtrace.score import Cost, Score, Span
 from groundtrace.text.lang import guess_language
 
-log = logging.getLogger("groundtrace.metrics")
+log = get_logger("groundtrace.metrics")
 
 _FIELD_HINTS = {
     "answer": "the generated answer",

@@ -11,7 +11,6 @@ error Score, so every input comes back once, in input order.
 
 from __future__ import annotations
 
-import logging
 import warnings
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from itertools import islice
@@ -23,9 +22,10 @@ from groundtrace.ray.batch import BatchScorer
 from groundtrace.ray.cluster import connect
 from groundtrace.ray.rows import Select, decode, key_of, row
 from groundtrace.record import placeholder_record
+from groundtrace.redaction import get_logger
 from groundtrace.score import ScoredRecord
 
-log = logging.getLogger("groundtrace.ray")
+log = get_logger("groundtrace.ray")
 
 # A killed actor comes back and its batch runs again (Ray's own retries); the driver's exactly-once
 # bookkeeping makes the rerun harmless. These are Ray Data 2.60's defaults for actor pools too; they

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from groundtrace.record import InvalidInput, InvalidRecord, Record, coerce_record, salvage_id
+from groundtrace.redaction import get_logger
 
-log = logging.getLogger("groundtrace.ray")
+log = get_logger("groundtrace.ray")
 _INVALID = "__groundtrace_invalid__"
 
 

@@ -1,9 +1,16 @@
 """Sinks deliver Scores to where engineers look: the trace of the request, or a file.
 
-A sink is a small class with ``emit(record, scores)``; it reads Records and Scores and never
-imports metrics. Each lives in its own module and imports its SDK lazily, so choosing a sink by
-name (``GROUNDTRACE_SINKS=otel,jsonl``) costs nothing for the sinks not chosen. A sink built by
-name gets the :class:`~groundtrace.config.Settings` (``from_settings``). A sink whose trace
+A sink is any object with ``emit(record, scores)``; it reads Records and Scores and never imports
+metrics. Everything else is optional and looked up safely, here and only here (:func:`sink_name`,
+:func:`sink_trace_link`, :func:`sink_undeliverable`, :func:`flush_sinks`, :func:`close_sinks`):
+``name`` (for log lines), ``trace_link``, ``undeliverable()``, ``flush()`` and ``close()`` (without
+it, ``flush()`` is what closing does). The built-in sinks subclass :class:`Sink`, which has them
+all; a user's sink need not.
+
+Each built-in sink lives in its own module and imports its SDK lazily, so choosing a sink by name
+(``GROUNDTRACE_SINKS=otel,jsonl``) costs nothing for the sinks not chosen. A name may also be
+``module:attribute``, a sink class or factory of your own. A sink built by name gets the
+:class:`~groundtrace.config.Settings` (``from_settings``, where it has one). A sink whose trace
 system has ids of its own (MLflow's ``tr-...``) names its lookup in ``trace_link``; the Monitor
 and the capture kit register it with ``trace_context`` (:func:`register_trace_links`) before a
 request is captured, never an import.
@@ -12,20 +19,24 @@ request is captured, never an import.
 from __future__ import annotations
 
 import importlib
-import logging
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, TypeVar
 
 from groundtrace import trace_context
 from groundtrace.config import Settings
+from groundtrace.privacy import without_text
 from groundtrace.record import Record
+from groundtrace.redaction import get_logger
 from groundtrace.score import Score
 
-log = logging.getLogger("groundtrace.sinks")
+log = get_logger("groundtrace.sinks")
 
 
 class Sink:
+    """The base of the built-in sinks, with every optional part a sink may have. A sink of your own
+    need not subclass it: an object with ``emit(record, scores)`` is enough."""
+
     name: ClassVar[str]
     #: (link name, lookup of the current request's id) for a trace system whose ids are not
     #: OpenTelemetry's; the lookup must be cheap and must never raise
@@ -65,15 +76,22 @@ def sink_names() -> list[str]:
     return sorted(_BUILTIN)
 
 
-def sink_class(name: str) -> type[Sink]:
+def sink_class(name: str) -> Any:
+    """The class a sink name stands for: a built-in name, or ``module:attribute`` (a class or a
+    factory of your own sink)."""
     target = _BUILTIN.get(name)
-    if target is None:
-        raise KeyError(f"unknown sink '{name}'; available: {', '.join(sink_names())}")
-    module, _, attribute = target.partition(":")
-    return getattr(importlib.import_module(module), attribute)
+    if target is None and ":" not in name:
+        raise KeyError(f"unknown sink '{name}'; available: {', '.join(sink_names())}, or module:Class of your own")
+    module, _, attribute = (target or name).partition(":")
+    try:
+        return getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError) as error:
+        if target is not None:
+            raise
+        raise KeyError(f"sink '{name}' cannot be loaded: {error}") from None
 
 
-def _names(spec: Sequence[str | Sink] | str | None) -> list[str | Sink]:
+def _names(spec: Sequence[Any] | str | None) -> list[Any]:
     if spec is None:
         return []
     if isinstance(spec, str):
@@ -81,33 +99,110 @@ def _names(spec: Sequence[str | Sink] | str | None) -> list[str | Sink]:
     return list(spec)
 
 
-def build_sinks(spec: Sequence[str | Sink] | str | None, settings: Settings | None = None) -> list[Sink]:
+def _from_name(name: str, settings: Settings) -> Any:
+    factory = sink_class(name)
+    from_settings = getattr(factory, "from_settings", None)
+    return from_settings(settings) if callable(from_settings) else factory()
+
+
+def check_sink(sink: Any) -> Any:
+    """``sink`` if it can be one (it has a callable ``emit``); else a TypeError that says why."""
+    if isinstance(sink, type):
+        raise TypeError(f"{sink.__name__} is a class: pass an instance of it as a sink")
+    if not callable(getattr(sink, "emit", None)):
+        raise TypeError(f"a sink needs an emit(record, scores) method; {type(sink).__name__} has none")
+    return sink
+
+
+def build_sinks(spec: Sequence[Any] | str | None, settings: Settings | None = None) -> list[Any]:
     """Sink instances from names (configured from ``settings``, else the environment) or instances."""
     spec = _names(spec)
     if settings is None and any(isinstance(s, str) for s in spec):
         settings = Settings.from_env()
-    return [sink_class(s).from_settings(settings) if isinstance(s, str) else s for s in spec]
+    return [check_sink(_from_name(s, settings) if isinstance(s, str) else s) for s in spec]  # type: ignore[arg-type]
 
 
-def register_trace_links(spec: Sequence[str | Sink] | str | None) -> None:
+# ------------------------------------------------------------ the optional parts of a sink, looked up safely
+def _optional(sink: Any, method: str) -> Callable[[], Any] | None:
+    found = getattr(sink, method, None)
+    return found if callable(found) else None
+
+
+def sink_name(sink: Any) -> str:
+    """The sink's ``name``, else its class's name."""
+    name = getattr(sink, "name", None)
+    return name if isinstance(name, str) and name else type(sink).__name__
+
+
+def sink_trace_link(sink: Any) -> tuple[str, Callable[[], str | None]] | None:
+    """The sink's ``trace_link`` (link name, lookup), or None when it has none or it is malformed."""
+    link = getattr(sink, "trace_link", None)
+    if isinstance(link, tuple) and len(link) == 2 and isinstance(link[0], str) and callable(link[1]):
+        return link
+    if link is not None:
+        log.warning("groundtrace: sink %s has a trace_link that is not (name, lookup): ignored", sink_name(sink))
+    return None
+
+
+def sink_undeliverable(sink: Any) -> str | None:
+    """Why the sink cannot deliver from this process (its ``undeliverable()``), or None."""
+    check = _optional(sink, "undeliverable")
+    if check is None:
+        return None
+    try:
+        reason = check()
+    except Exception as error:
+        return f"its undeliverable() check failed: {type(error).__name__}: {error}"
+    return str(reason) if reason else None
+
+
+def _each(sinks: Sequence[Any], methods: tuple[str, ...], doing: str) -> list[str]:
+    problems = []
+    for sink in sinks:
+        call = next(filter(None, (_optional(sink, method) for method in methods)), None)
+        if call is None:
+            continue
+        try:
+            call()
+        except Exception as error:
+            problems.append(f"{doing} sink {sink_name(sink)} failed: {error}")
+    return problems
+
+
+def flush_sinks(sinks: Sequence[Any]) -> list[str]:
+    """Deliver what each sink buffered (its ``flush()``, where it has one); one that fails is
+    reported in the returned messages, never raised."""
+    return _each(sinks, ("flush",), "flushing")
+
+
+def close_sinks(sinks: Sequence[Any]) -> list[str]:
+    """Close each sink (its ``close()``, else its ``flush()``); failures are returned, never raised."""
+    return _each(sinks, ("close", "flush"), "closing")
+
+
+def register_trace_links(spec: Sequence[Any] | str | None) -> None:
     """Register with trace_context the link lookups of these sinks (names or instances), so that
     the Records captured from now on carry their trace ids. Registering twice is harmless."""
     for sink in _names(spec):
-        link = (sink_class(sink) if isinstance(sink, str) else sink).trace_link
+        link = sink_trace_link(sink_class(sink) if isinstance(sink, str) else sink)
         if link is not None:
             trace_context.register_link_provider(*link)
 
 
-def emit_all(sinks: Sequence[Sink], record: Record, scores: list[Score]) -> int:
+def emit_all(sinks: Sequence[Any], record: Record, scores: list[Score], *, capture_text: bool = True) -> int:
     """Hand one record's Scores to every sink; a sink that fails is logged, never raised. Returns
-    how many failed."""
+    how many failed. ``capture_text=False``: the sinks get no text (groundtrace.privacy.without_text)."""
+    if not sinks:
+        return 0
+    if not capture_text:
+        record, scores = without_text(record, scores)
     failed = 0
     for sink in sinks:
         try:
             sink.emit(record, scores)
         except Exception as error:
             failed += 1
-            log.warning("groundtrace: sink %s failed for record %s: %s", getattr(sink, "name", sink), record.id, error)
+            log.warning("groundtrace: sink %s failed for record %s: %s", sink_name(sink), record.id, error)
     return failed
 
 
@@ -149,4 +244,6 @@ def spans_summary(score: Score, limit: int = 20) -> list[dict[str, Any]]:
     return [span.model_dump(exclude_none=True) for span in score.spans[:limit]]
 
 
-__all__ = ["Sink", "build_sinks", "emit_all", "register_trace_links", "retry_with_backoff", "score_label", "sink_class", "sink_names", "spans_summary"]
+__all__ = ["Sink", "build_sinks", "check_sink", "close_sinks", "emit_all", "flush_sinks", "register_trace_links",
+           "retry_with_backoff", "score_label", "sink_class", "sink_name", "sink_names", "sink_trace_link",
+           "sink_undeliverable", "spans_summary"]

@@ -23,17 +23,17 @@ ready ``langfuse.Langfuse`` (its REST client is used) or ``langfuse.api.Langfuse
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import os
 import uuid
 from typing import Any
 
 from groundtrace._extras import missing_extra
 from groundtrace.record import Record
+from groundtrace.redaction import get_logger, register_secrets
 from groundtrace.score import Score
 from groundtrace.sinks import Sink, retry_with_backoff, score_label, spans_summary
 
-log = logging.getLogger("groundtrace.sinks.langfuse")
+log = get_logger("groundtrace.sinks.langfuse")
 
 DEFAULT_HOST = "https://cloud.langfuse.com"
 
@@ -71,6 +71,7 @@ def build_api(public_key: str | None, secret_key: str | None, host: str | None, 
 
     public_key = public_key or os.environ.get("LANGFUSE_PUBLIC_KEY")
     secret_key = secret_key or os.environ.get("LANGFUSE_SECRET_KEY")
+    register_secrets(public_key, secret_key)
     if not public_key or not secret_key:
         raise ValueError(f"{what} needs a public and a secret key: set LANGFUSE_PUBLIC_KEY and "
                          "LANGFUSE_SECRET_KEY, or pass public_key= and secret_key=")

@@ -20,16 +20,16 @@ configured project.
 
 from __future__ import annotations
 
-import logging
 import threading
 from typing import Any
 
 from groundtrace._extras import missing_extra
 from groundtrace.record import Record
+from groundtrace.redaction import get_logger, register_secrets
 from groundtrace.score import Score
 from groundtrace.sinks import Sink, score_label, spans_summary
 
-log = logging.getLogger("groundtrace.sinks.langsmith")
+log = get_logger("groundtrace.sinks.langsmith")
 
 PROJECT_LINK = "langsmith_project"
 
@@ -63,7 +63,7 @@ def build_client(api_url: str | None, api_key: str | None, timeout_s: float) -> 
     import langsmith
     from langsmith import utils as ls_utils
 
-    return langsmith.Client(
+    client = langsmith.Client(
         api_url=api_url,
         api_key=api_key,
         timeout_ms=int(timeout_s * 1000),
@@ -72,6 +72,8 @@ def build_client(api_url: str | None, api_key: str | None, timeout_s: float) -> 
         retry_config=ls_utils.LangSmithRetry(total=0),
         auto_batch_tracing=False,
     )
+    register_secrets(api_key, client.api_key)  # the key given, or the one the SDK found
+    return client
 
 
 def _first_line(error: BaseException) -> str:

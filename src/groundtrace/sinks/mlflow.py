@@ -29,7 +29,6 @@ is raised.
 from __future__ import annotations
 
 import json
-import logging
 import sys
 import threading
 from collections.abc import Callable
@@ -37,10 +36,11 @@ from typing import Any, TypeVar
 
 from groundtrace._extras import missing_extra
 from groundtrace.record import Record
+from groundtrace.redaction import get_logger
 from groundtrace.score import Score
 from groundtrace.sinks import Sink, retry_with_backoff, score_label, spans_summary
 
-log = logging.getLogger("groundtrace.sinks.mlflow")
+log = get_logger("groundtrace.sinks.mlflow")
 
 LINK = "mlflow"
 SOURCE_ID = "groundtrace"

@@ -8,16 +8,16 @@ the OpenTelemetry GenAI conventions: the span carries ``gen_ai.evaluation.*`` at
 from __future__ import annotations
 
 import json
-import logging
 from typing import Any
 
 from groundtrace._extras import missing_extra
 from groundtrace.config import Settings
 from groundtrace.record import Record
+from groundtrace.redaction import get_logger
 from groundtrace.score import Score
 from groundtrace.sinks import Sink, score_label, spans_summary
 
-log = logging.getLogger("groundtrace.sinks.otel")
+log = get_logger("groundtrace.sinks.otel")
 
 
 def evaluation_attributes(score: Score) -> dict[str, Any]:

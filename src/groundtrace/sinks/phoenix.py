@@ -16,15 +16,15 @@ arguments override them, or pass a ready ``phoenix.client.Client``. Only the lig
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from groundtrace._extras import missing_extra
 from groundtrace.record import Record
+from groundtrace.redaction import get_logger, register_secrets
 from groundtrace.score import Score
 from groundtrace.sinks import Sink, retry_with_backoff, score_label, spans_summary
 
-log = logging.getLogger("groundtrace.sinks.phoenix")
+log = get_logger("groundtrace.sinks.phoenix")
 
 
 def phoenix_client(base_url: str | None = None, api_key: str | None = None, timeout_s: float = 10.0) -> Any:
@@ -37,6 +37,8 @@ def phoenix_client(base_url: str | None = None, api_key: str | None = None, time
     from phoenix.client.utils.config import get_base_url, get_env_client_headers
 
     headers = get_env_client_headers()
+    register_secrets(api_key, *(value for name, value in headers.items()
+                                if any(word in name.lower() for word in ("auth", "key", "token"))))
     if api_key:
         headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
         headers["Authorization"] = f"Bearer {api_key}"

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 
 from groundtrace.config import Settings
 from groundtrace.record import Record
+from groundtrace.redaction import redact
 
 #: Record.metadata key: names of the groundtrace metrics the source found already attached
 SCORED_KEY = "groundtrace.scored"
@@ -112,7 +113,10 @@ class SourceStats:
 
 
 class SourceError(RuntimeError):
-    """A source cannot be read: what is wrong and what to do next."""
+    """A source cannot be read: what is wrong and what to do next (SDK messages it quotes redacted)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redact(message))
 
 
 class Source:

@@ -34,7 +34,7 @@ from groundtrace.record import Record
 from groundtrace.sinks.langsmith import PROJECT_LINK, build_client
 from groundtrace.sources import Source, SourceError, SourceFilter
 from groundtrace.sources.platforms import retrieved, scored_views, span_kind, unreachable
-from groundtrace.sources.spans import SpanView, records_from_traces
+from groundtrace.sources.spans import SpanView, as_mapping, records_from_traces
 
 SOURCE_NAME = "groundtrace"  # the sink's source_info name
 ROOT_FIELDS = ["id", "name", "run_type", "start_time", "inputs", "outputs", "extra", "tags", "trace_id",
@@ -60,7 +60,7 @@ def run_filter(filters: SourceFilter) -> str | None:
 
 def run_view(run: Any) -> SpanView:
     kind = span_kind(run.run_type)
-    metadata = dict((run.extra or {}).get("metadata") or {})
+    metadata = dict(as_mapping(as_mapping(run.extra).get("metadata")))
     if run.tags:
         metadata["tags"] = list(run.tags)
     return SpanView(trace_id=str(run.trace_id), span_id=str(run.id),

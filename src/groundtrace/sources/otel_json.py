@@ -31,29 +31,45 @@ from typing import Any
 
 from groundtrace.sources import Source, SourceError, SourceFilter
 from groundtrace.sources.openinference import span_view
-from groundtrace.sources.spans import SpanView, group_by_trace, records_from_traces
+from groundtrace.sources.spans import SpanView, as_mapping, group_by_trace, records_from_traces, trace_start
 
 _HEX = re.compile(r"^(0x)?[0-9a-fA-F]+$")
 
 
 # ---------------------------------------------------------------------------- JSON shapes
-def _otlp_value(value: Mapping[str, Any]) -> Any:
-    """An OTLP AnyValue as a Python value."""
-    if "stringValue" in value:
-        return value["stringValue"]
-    if "intValue" in value:
-        return int(value["intValue"])
-    if "doubleValue" in value:
-        return float(value["doubleValue"])
+# A file may hold anything: every level is read only where it has the shape OTLP gives it, and
+# whatever has another shape is passed over (a span without usable ids, an attribute without a key).
+def _items(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _otlp_value(value: Any) -> Any:
+    """An OTLP AnyValue as a Python value; None for what is not one."""
+    value = as_mapping(value)
+    try:
+        if "stringValue" in value:
+            return value["stringValue"] if isinstance(value["stringValue"], str) else None
+        if "intValue" in value:
+            return int(value["intValue"])
+        if "doubleValue" in value:
+            return float(value["doubleValue"])
+    except (TypeError, ValueError, OverflowError):
+        return None
     if "boolValue" in value:
         return bool(value["boolValue"])
     if "arrayValue" in value:
-        return [_otlp_value(v) for v in value["arrayValue"].get("values", [])]
+        return [_otlp_value(v) for v in _items(as_mapping(value["arrayValue"]).get("values"))]
     if "kvlistValue" in value:
-        return {kv["key"]: _otlp_value(kv.get("value", {})) for kv in value["kvlistValue"].get("values", [])}
+        return _otlp_attributes(as_mapping(value["kvlistValue"]).get("values"))
     if "bytesValue" in value:
         return value["bytesValue"]
     return None
+
+
+def _otlp_attributes(items: Any) -> dict[str, Any]:
+    """OTLP's list of {"key", "value"} as a dict; entries of any other shape are passed over."""
+    return {kv["key"]: _otlp_value(kv.get("value")) for kv in _items(items)
+            if isinstance(kv, Mapping) and isinstance(kv.get("key"), str)}
 
 
 def _hex_id(raw: Any, digits: int) -> str | None:
@@ -67,13 +83,13 @@ def _hex_id(raw: Any, digits: int) -> str | None:
             text = base64.b64decode(raw, validate=True).hex()
         except (binascii.Error, ValueError):
             return None
-    return None if set(text) == {"0"} else text
+    return None if set(text) <= {"0"} else text
 
 
 def _nanos(raw: Any) -> datetime | None:
     try:
         return datetime.fromtimestamp(int(raw) / 1e9, tz=timezone.utc) if raw not in (None, "", 0, "0") else None
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError, OSError):
         return None
 
 
@@ -86,6 +102,10 @@ def _iso(raw: Any) -> datetime | None:
         return None
 
 
+def _text(raw: Any) -> str:
+    return raw if isinstance(raw, str) else ""
+
+
 def _raw_spans(value: Any) -> Iterator[tuple[str | None, str | None, str | None, str, datetime | None, dict[str, Any]]]:
     """(trace id, span id, parent id, name, start, attributes) of every span in one JSON value."""
     if isinstance(value, list):
@@ -95,18 +115,19 @@ def _raw_spans(value: Any) -> Iterator[tuple[str | None, str | None, str | None,
     if not isinstance(value, Mapping):
         return
     if "resourceSpans" in value:  # OTLP
-        for resource in value.get("resourceSpans") or []:
-            for scope in resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans") or []:
-                for span in scope.get("spans") or []:
-                    attributes = {a["key"]: _otlp_value(a.get("value") or {}) for a in span.get("attributes") or []}
+        for resource in _items(value.get("resourceSpans")):
+            resource = as_mapping(resource)
+            for scope in _items(resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans")):
+                for span in _items(as_mapping(scope).get("spans")):
+                    span = as_mapping(span)
                     yield (_hex_id(span.get("traceId"), 32), _hex_id(span.get("spanId"), 16),
-                           _hex_id(span.get("parentSpanId"), 16), span.get("name") or "",
-                           _nanos(span.get("startTimeUnixNano")), attributes)
+                           _hex_id(span.get("parentSpanId"), 16), _text(span.get("name")),
+                           _nanos(span.get("startTimeUnixNano")), _otlp_attributes(span.get("attributes")))
     elif isinstance(value.get("context"), Mapping):  # the SDK's span.to_json()
         context = value["context"]
         yield (_hex_id(context.get("trace_id"), 32), _hex_id(context.get("span_id"), 16),
-               _hex_id(value.get("parent_id"), 16), value.get("name") or "", _iso(value.get("start_time")),
-               dict(value.get("attributes") or {}))
+               _hex_id(value.get("parent_id"), 16), _text(value.get("name")), _iso(value.get("start_time")),
+               dict(as_mapping(value.get("attributes"))))
 
 
 def _json_values(text: str) -> Iterator[Any]:
@@ -156,8 +177,7 @@ class OTelJsonSource(Source):
         path = Path(self.target)
         if not path.exists():
             raise SourceError(f"{path} does not exist")
-        traces = group_by_trace(read_span_views(path)).values()
-        ordered = sorted(traces, key=lambda spans: min((s.start_time.timestamp() for s in spans if s.start_time), default=0.0))
+        ordered = sorted(group_by_trace(read_span_views(path)).values(), key=trace_start)
         yield from records_from_traces(ordered, self.spec, filters, self.stats)
 
 

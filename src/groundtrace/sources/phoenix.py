@@ -36,7 +36,7 @@ from groundtrace.record import Record
 from groundtrace.sources import Source, SourceError, SourceFilter
 from groundtrace.sources.openinference import span_view
 from groundtrace.sources.platforms import scored_views, unreachable
-from groundtrace.sources.spans import FILTERED, SpanView, group_by_trace, records_from_traces
+from groundtrace.sources.spans import FILTERED, SpanView, as_mapping, group_by_trace, records_from_traces
 
 _START_IT = ("start it (phoenix serve), or point PHOENIX_COLLECTOR_ENDPOINT (or the base_url option) at the "
              "Phoenix your application exports to")
@@ -51,14 +51,19 @@ def is_groundtrace_annotation(annotation: Mapping[str, Any]) -> bool:
             and SINK_METADATA_KEYS <= metadata.keys())
 
 
-def phoenix_span_view(span: Mapping[str, Any]) -> SpanView | None:
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def phoenix_span_view(span: Any) -> SpanView | None:
     """One span of Phoenix's REST API (``context``, ``span_kind``, ``parent_id``, ``start_time``,
-    flat ``attributes``) as a SpanView; None without ids."""
-    context = span.get("context") or {}
-    trace_id, span_id = context.get("trace_id"), context.get("span_id")
-    if not trace_id or not span_id:
+    flat ``attributes``) as a SpanView; None without ids (or with ids that are not text)."""
+    span = as_mapping(span)
+    context = as_mapping(span.get("context"))
+    trace_id, span_id = _text_or_none(context.get("trace_id")), _text_or_none(context.get("span_id"))
+    if trace_id is None or span_id is None:
         return None
-    attributes = dict(span.get("attributes") or {})
+    attributes = dict(as_mapping(span.get("attributes")))
     if span.get("span_kind"):  # Phoenix moves openinference.span.kind out of the attributes
         attributes.setdefault("openinference.span.kind", span["span_kind"])
     start = span.get("start_time")
@@ -66,7 +71,8 @@ def phoenix_span_view(span: Mapping[str, Any]) -> SpanView | None:
         started = datetime.fromisoformat(start.replace("Z", "+00:00")) if isinstance(start, str) else None
     except ValueError:
         started = None
-    return span_view(trace_id, span_id, span.get("parent_id") or None, span.get("name") or "", started, attributes)
+    return span_view(trace_id, span_id, _text_or_none(span.get("parent_id")), _text_or_none(span.get("name")) or "",
+                     started, attributes)
 
 
 class PhoenixSource(Source):

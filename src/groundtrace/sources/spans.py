@@ -75,6 +75,12 @@ class SpanView:
 
 
 # ------------------------------------------------------------------------------ reading values
+def as_mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` where it is a mapping, else an empty one: a platform's field of any shape is read
+    only where it has the shape the reader expects."""
+    return value if isinstance(value, Mapping) else {}
+
+
 def decode(value: Any) -> Any:
     """A JSON text decoded (objects and lists only); anything else as it is."""
     if isinstance(value, (bytes, bytearray)):
@@ -220,6 +226,13 @@ def _start(span: SpanView) -> datetime:
     return start if start.tzinfo else start.replace(tzinfo=timezone.utc)
 
 
+def trace_start(spans: Sequence[SpanView]) -> datetime:
+    """When a trace started: its earliest span's start (naive times as UTC); the earliest possible
+    time for a trace whose spans say nothing."""
+    return min((_start(span) for span in spans if span.start_time is not None),
+               default=datetime.min.replace(tzinfo=timezone.utc))
+
+
 def _root(spans: Sequence[SpanView]) -> SpanView | None:
     ids = {span.span_id for span in spans}
     roots = [s for s in spans if (s.parent_id is None or s.parent_id not in ids) and s.kind != "EVALUATOR"]
@@ -303,4 +316,5 @@ def group_by_trace(spans: Iterable[SpanView]) -> dict[str, list[SpanView]]:
 
 
 __all__ = ["ANSWER_KEYS", "Document", "NO_ANSWER", "NO_RETRIEVAL", "ONLY_EVALUATIONS", "QUESTION_KEYS", "SpanView",
-           "answer_of", "assemble", "contexts_of", "decode", "documents_of", "group_by_trace", "question_of", "records_from_traces", "text_of"]
+           "answer_of", "as_mapping", "assemble", "contexts_of", "decode", "documents_of", "group_by_trace", "question_of",
+           "records_from_traces", "text_of", "trace_start"]

@@ -10,7 +10,6 @@ make no Record.
 from __future__ import annotations
 
 import itertools
-import logging
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -18,6 +17,8 @@ from uuid import UUID
 
 from groundtrace.capture import end_request_span, prepare_shared_capture, shared_monitor, start_request_span
 from groundtrace.monitor import Monitor, check_sample_rate
+from groundtrace.privacy import Mask
+from groundtrace.redaction import get_logger
 from groundtrace.trace_context import current_links, otel_ids
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
@@ -26,7 +27,7 @@ from langchain_core.outputs import LLMResult
 from groundtrace_langchain.collector import COLLECTOR, CaptureStats, RootRun
 from groundtrace_langchain.records import NothingToScore, build_record
 
-log = logging.getLogger("groundtrace.langchain")
+log = get_logger("groundtrace.langchain")
 TRACER_NAME = "groundtrace.langchain"
 _scopes = itertools.count(1)
 _reported: set[tuple[str, str]] = set()
@@ -52,6 +53,9 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
     from ``GROUNDTRACE_*`` is used (created on the first Record). ``answer_key`` names the key of a
     dict output (a LangGraph state, say) that holds the answer. ``sample_rate`` goes to the owned
     Monitor, or along with each Record to a given or shared one, which applies it with its own.
+    ``mask`` (a function ``str -> str``) goes with each Record to the Monitor (owned, given or
+    shared), which applies it in its worker, off the request path, before its own mask
+    (GROUNDTRACE_MASK) and before any metric or sink sees the text (see groundtrace.privacy).
     """
 
     # Our callbacks are O(1), thread-safe and never block: run them inline in async chains instead
@@ -71,6 +75,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
         monitor: Monitor | None = None,
         answer_key: str | None = None,
         sample_rate: float | None = None,
+        mask: Mask | None = None,
         **monitor_options: Any,
     ) -> None:
         builds_monitor = metrics is not None or sinks is not None or bool(monitor_options)
@@ -88,6 +93,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
         self.owns_monitor = builds_monitor
         self.answer_key = answer_key
         self._sample_rate = None if builds_monitor else sample_rate
+        self._mask = mask  # always with each Record, so that it runs before the Monitor's own mask
         self._scope = next(_scopes)
 
     @property
@@ -201,7 +207,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             log.debug("groundtrace: root run %s (%s) %s: no record", root.run_id, root.name, reason)
             return
         # the Monitor samples and counts exclusions; an excluded Record carries the run's flag
-        self.monitor.submit(record, sample_rate=self._sample_rate)
+        self.monitor.submit(record, sample_rate=self._sample_rate, mask=self._mask)
         COLLECTOR.count("excluded" if root.excluded else "recorded")
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from groundtrace.capture import Instrumentor
 from groundtrace.monitor import Monitor
+from groundtrace.privacy import Mask
 
 from groundtrace_langchain.handler import GroundtraceCallbackHandler
 
@@ -39,15 +40,15 @@ class _HandlerSlot:
 
 class LangChainInstrumentor(Instrumentor):
     framework = "LangChain"
-    hook_options = frozenset({"answer_key"})
+    hook_options = frozenset({"answer_key", "mask"})
 
     def __init__(self) -> None:
         super().__init__()
         self.slot = _HandlerSlot()
         self._hook_registered = False
 
-    def _install(self, monitor: Monitor, answer_key: str | None = None) -> None:
-        handler = GroundtraceCallbackHandler(monitor=monitor, answer_key=answer_key)
+    def _install(self, monitor: Monitor, answer_key: str | None = None, mask: Mask | None = None) -> None:
+        handler = GroundtraceCallbackHandler(monitor=monitor, answer_key=answer_key, mask=mask)
         if not self._hook_registered:
             # imported here: it loads langsmith, which `import groundtrace_langchain` need not pay for
             from langchain_core.tracers.context import register_configure_hook
@@ -70,7 +71,8 @@ def instrument(**options: Any) -> Monitor | None:
     Defaults come from ``GROUNDTRACE_*`` (metrics, sinks, sample rate, queue, workers, options);
     keyword arguments override them: ``metrics``, ``sinks``, ``sample_rate``, ``queue_size``,
     ``workers``, ``metric_timeout_s``, ``options``, or ``monitor=`` to use your own Monitor, and
-    ``answer_key``. A second call returns the Monitor already in use. Returns None, doing nothing,
+    ``answer_key`` and ``mask`` (a function ``str -> str`` applied to every captured text before
+    any metric or sink sees it; with your own or the shared Monitor too). A second call returns the Monitor already in use. Returns None, doing nothing,
     when ``GROUNDTRACE_ENABLED`` is set to a false value (0/false/no/off). See
     ``groundtrace.capture.Instrumentor`` for who closes the Monitor.
     """

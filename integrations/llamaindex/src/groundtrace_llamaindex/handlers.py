@@ -5,9 +5,9 @@ should not count on it)."""
 from __future__ import annotations
 
 import inspect
-import logging
 from typing import Any
 
+from groundtrace.redaction import get_logger
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.instrumentation.span import BaseSpan
@@ -16,8 +16,7 @@ from pydantic import Field
 
 from groundtrace_llamaindex.tracker import RootTracker
 
-log = logging.getLogger("groundtrace.llamaindex")
-
+log = get_logger("groundtrace.llamaindex")
 
 
 class GroundtraceSpanHandler(BaseSpanHandler[BaseSpan]):

@@ -11,6 +11,7 @@ from typing import Any
 
 from groundtrace.capture import Instrumentor
 from groundtrace.monitor import Monitor
+from groundtrace.privacy import Mask
 from llama_index.core.instrumentation import get_dispatcher
 
 from groundtrace_llamaindex.handlers import GroundtraceEventHandler, GroundtraceSpanHandler
@@ -19,13 +20,14 @@ from groundtrace_llamaindex.tracker import RootTracker
 
 class LlamaIndexInstrumentor(Instrumentor):
     framework = "LlamaIndex"
+    hook_options = frozenset({"mask"})
 
     def __init__(self) -> None:
         super().__init__()
         self.handlers: tuple[GroundtraceSpanHandler, GroundtraceEventHandler] | None = None
 
-    def _install(self, monitor: Monitor) -> None:
-        tracker = RootTracker(monitor)
+    def _install(self, monitor: Monitor, mask: Mask | None = None) -> None:
+        tracker = RootTracker(monitor, mask=mask)
         span_handler, event_handler = GroundtraceSpanHandler(tracker), GroundtraceEventHandler(tracker)
         dispatcher = get_dispatcher()
         # new lists rather than in-place appends: a thread iterating the old list is not disturbed
@@ -47,18 +49,20 @@ class LlamaIndexInstrumentor(Instrumentor):
 _instrumentor = LlamaIndexInstrumentor()
 
 
-def instrument(metrics: Any = None, sinks: Any = None, monitor: Monitor | None = None,
+def instrument(metrics: Any = None, sinks: Any = None, monitor: Monitor | None = None, mask: Mask | None = None,
                **monitor_options: Any) -> Monitor | None:
     """Score every LlamaIndex query and chat of this process; returns the Monitor that scores them.
 
     ``monitor``: an existing Monitor (its owner closes it). Otherwise ``metrics``, ``sinks`` and
     Monitor options (``sample_rate``, ``queue_size``, ``workers``, ``metric_timeout_s``,
     ``options``) override the ``GROUNDTRACE_*`` environment; with none of them, the process-wide
-    ``groundtrace.capture.shared_monitor()`` is used. Calling it again while instrumented changes
+    ``groundtrace.capture.shared_monitor()`` is used. ``mask``: a function ``str -> str`` applied
+    to every captured question, context and answer before any metric or sink sees it, whichever
+    Monitor scores them (it goes with each Record; groundtrace.privacy). Calling it again while instrumented changes
     nothing and returns the Monitor in use: call uninstrument() first to change the setup. Returns
     None, doing nothing, when ``GROUNDTRACE_ENABLED`` is set to a false value (0/false/no/off).
     """
-    return _instrumentor.instrument(metrics=metrics, sinks=sinks, monitor=monitor, **monitor_options)
+    return _instrumentor.instrument(metrics=metrics, sinks=sinks, monitor=monitor, mask=mask, **monitor_options)
 
 
 def uninstrument() -> None:

@@ -81,8 +81,10 @@ class RootRun:
             self.answer_from_events, self.answer_question, self.answer_rank = text, question, rank
 
     # ---------------------------------------------------------------------------- the end
-    def to_record(self, answer: str | None, response_nodes: list[Any]) -> Record | None:
-        """The Record of this run, or None when it has no question or no answer to score."""
+    def to_record(self, answer: str | None, response_nodes: list[Any], span_text: bool = True) -> Record | None:
+        """The Record of this run, or None when it has no question or no answer to score.
+        ``span_text=False``: a request span written here carries no question or answer (a mask or
+        GROUNDTRACE_CAPTURE_TEXT=false is in force)."""
         if answer is None:  # the root's result is no answer: take the best one an event carried,
             answer, paired = self.answer_from_events, self.answer_question  # with its own question
         else:
@@ -95,7 +97,8 @@ class RootRun:
         entries = first_by_id(node_entries(response_nodes or self.retrieved))
         trace_ids = self.trace_ids
         if trace_ids is None and not self.excluded:
-            trace_ids = request_span(self.name, question, answer, self.started_ns, time.time_ns())
+            texts = (question, answer) if span_text else (None, None)
+            trace_ids = request_span(self.name, *texts, self.started_ns, time.time_ns())
         metadata: dict[str, Any] = {"nodes": [entry.summary() for entry in entries]}
         if self.excluded:
             metadata["groundtrace_exclude"] = True
@@ -113,14 +116,16 @@ class RootRun:
         )
 
 
-def request_span(root_name: str, question: str, answer: str, start_ns: int, end_ns: int) -> tuple[str, str] | None:
+def request_span(root_name: str, question: str | None, answer: str | None, start_ns: int,
+                 end_ns: int) -> tuple[str, str] | None:
     """Record a finished ``groundtrace.request`` span, the root of a trace of its own, with the
     request's own start and end times; its ids, or None without a real TracerProvider.
 
     It is written once the request has ended: a request that fails or is never read to the end
     leaves no empty span behind."""
-    span = start_request_span(TRACER_NAME, {"openinference.span.kind": "CHAIN", "input.value": question,
-                                            "output.value": answer, "groundtrace.llamaindex.root": root_name},
+    attributes = {"openinference.span.kind": "CHAIN", "input.value": question, "output.value": answer,
+                  "groundtrace.llamaindex.root": root_name}
+    span = start_request_span(TRACER_NAME, {k: v for k, v in attributes.items() if v is not None},
                               start_time=start_ns, new_trace=True)
     if span is None:
         return None

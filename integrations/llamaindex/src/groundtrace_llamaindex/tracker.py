@@ -17,13 +17,14 @@ answer (index building, a bare embedding call) are not scored and leave nothing 
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 from groundtrace.monitor import Monitor
+from groundtrace.privacy import Mask
+from groundtrace.redaction import get_logger
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
 from llama_index.core.chat_engine.types import StreamingAgentChatResponse
 from llama_index.core.instrumentation.events.llm import LLMChatEndEvent, LLMCompletionEndEvent
@@ -35,7 +36,7 @@ from groundtrace_llamaindex.extract import answer_text, llm_output_text, query_t
 from groundtrace_llamaindex.run import LLM_END, QUERY_END, SYNTHESIZE_END, RootRun
 from groundtrace_llamaindex.streams import follow_async_tokens, follow_tokens
 
-log = logging.getLogger("groundtrace.llamaindex")
+log = get_logger("groundtrace.llamaindex")
 
 # Roots whose end never comes (a chat stream whose writer task never ran) must not pile up forever;
 # far above any real number of requests in flight in one process.
@@ -54,8 +55,13 @@ EVENT_READERS: dict[type, Callable[[RootRun, Any], None]] = {
 
 
 class RootTracker:
-    def __init__(self, monitor: Monitor, *, max_open_roots: int = MAX_OPEN_ROOTS) -> None:
+    """``mask`` goes with each Record to the Monitor, which applies it off the request path."""
+
+    def __init__(self, monitor: Monitor, *, max_open_roots: int = MAX_OPEN_ROOTS, mask: Mask | None = None) -> None:
         self._monitor = monitor
+        self._mask = mask
+        # the request span this adapter may write carries the text only where nothing hides it
+        self._span_text = monitor.shows_raw_text and mask is None
         self._max_open_roots = max_open_roots
         self._lock = threading.Lock()
         self._runs: dict[str, RootRun] = {}  # root span id -> run, oldest first
@@ -175,11 +181,11 @@ class RootTracker:
         if self._closed:
             return
         try:  # this runs on the caller's thread, even inside its `for token in stream`
-            record = run.to_record(answer, response_nodes)
+            record = run.to_record(answer, response_nodes, span_text=self._span_text)
             if record is None:
                 log.debug("groundtrace: %s had no question or no answer: nothing to score", run.name)
                 return
-            self._monitor.submit(record)
+            self._monitor.submit(record, mask=self._mask)
         except Exception:
             log.debug("groundtrace: could not submit the record of %s", run.name, exc_info=True)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import inspect
-import logging
+import json
 import os
 import random
 import re
@@ -32,9 +32,10 @@ from groundtrace.backends.judge.parsing import (
     with_schema_instruction,
 )
 from groundtrace.backends.judge.prices import DEFAULT_PRICES, Price, cost_of
+from groundtrace.redaction import get_logger, redact, register_secrets
 from groundtrace.score import Cost
 
-log = logging.getLogger("groundtrace.backends.judge")
+log = get_logger("groundtrace.backends.judge")
 
 T = TypeVar("T", bound=BaseModel)
 Mode = Literal["json_schema", "json_object", "text"]
@@ -55,7 +56,7 @@ class JudgeError(RuntimeError):
     """
 
     def __init__(self, message: str, *, kind: str, status: int | None = None) -> None:
-        super().__init__(message)
+        super().__init__(redact(message))  # it quotes the server, which may echo our key
         self.kind = kind
         self.status = status
 
@@ -158,6 +159,7 @@ class JudgeClient:
         self.model = model or judge.model or DEFAULT_MODEL
         self.base_url = (base_url or judge.base_url or DEFAULT_BASE_URL).rstrip("/")
         key = api_key or judge.api_key
+        register_secrets(key)
         if not key and "api.openai.com" in self.base_url:
             raise JudgeError(
                 "no API key for OpenAI: set OPENAI_API_KEY or pass api_key=..., or point OPENAI_BASE_URL "
@@ -380,6 +382,9 @@ class JudgeClient:
                 with self._semaphore:
                     usage.requests += 1
                     response = self._client.chat.completions.create(**payload)
+                if isinstance(response, str):  # the SDK hands back a body that is not JSON as text
+                    raise JudgeError(f"the judge at {self.base_url} answered with no chat completion (an event stream or "
+                                     f"a proxy's page?); server said: {_body_text(response)}", kind="server")
                 usage.add(response)
                 return response
             except openai.APIStatusError as error:
@@ -497,6 +502,22 @@ def _error_text(error: Any) -> str:
         if isinstance(inner, str):
             return _clip(inner)
     return _clip(getattr(error, "message", None) or str(error))
+
+
+def _body_text(body: str) -> str:
+    """What a body that is no chat completion says: the error of an event stream's ``data:`` line
+    where it has one (a server that streams its errors), else the text itself; clipped."""
+    for line in body.splitlines():
+        if not line.startswith("data:"):
+            continue
+        try:
+            event = json.loads(line[len("data:"):])
+        except ValueError:
+            continue
+        if isinstance(event, Mapping) and event.get("error"):
+            error = event["error"]
+            return _clip(str(error.get("message") or error) if isinstance(error, Mapping) else str(error))
+    return _clip(body.strip())
 
 
 def _retry_after(headers: Any) -> float | None:

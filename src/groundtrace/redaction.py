@@ -1,0 +1,129 @@
+"""Redaction: the one step that keeps secrets out of every text groundtrace composes.
+
+Reasons and errors of Scores, log lines, exception messages groundtrace raises, span attributes and
+the command line's output all pass through :func:`redact`, which replaces with ``[redacted]``:
+
+- the secrets groundtrace was configured with (the judge's API key, the Langfuse, LangSmith and
+  Phoenix keys, any key a sink or source was given): :class:`~groundtrace.config.Settings`
+  registers those it read, and a sink, source or judge client registers a key passed to it;
+- token shapes, whoever's they are: ``Bearer …``/``Basic …`` credentials, ``Authorization: …``
+  headers, ``sk-…``/``pk-lf-…``/``lsv2_…`` keys, ``api_key=…``-style assignments and passwords
+  in URLs.
+
+The words around a secret stay, so a reason keeps its use ("HTTP 401: check OPENAI_API_KEY").
+The user's own question, contexts and answer are not redacted here: that is the mask's job
+(:mod:`groundtrace.privacy`). This module imports nothing of groundtrace, so everything may use it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Iterable
+
+REDACTED = "[redacted]"
+#: shorter values are not treated as secrets: redacting every "abc" would garble the text
+MIN_SECRET_CHARS = 6
+
+# Each pattern keeps its group 1 (the label) and replaces the rest of the match.
+_SHAPES = [
+    # a header, wherever it is quoted: "Authorization: Bearer sk-...", "x-api-key: ..."
+    re.compile(r"(?i)((?:proxy-)?authorization|x-api-key|api-key)(\"?\s*[:=]\s*\"?)(?!\[redacted)"
+               r"(?:(?:bearer|basic|token)\s+)?[^\s\"',;]+"),
+    # a credential scheme with its token (one with a digit: "basic premise" is English)
+    re.compile(r"(?i)\b(bearer|basic)\s+(?=[A-Za-z._~+/=-]*\d)[A-Za-z0-9._~+/=-]{6,}"),
+    # an assignment to a secret-looking name: api_key=..., OPENAI_API_KEY="...", password: ...
+    re.compile(r"(?i)([A-Za-z0-9_.-]*(?:api[_-]?key|secret[_-]?key|client[_-]?secret|"
+               r"access[_-]?token|auth[_-]?token|refresh[_-]?token|password|passwd)[\"']?\s*[=:]\s*[\"']?)(?!\[redacted)[^\s\"',;&)}\]]+"),
+    # a password in a URL: scheme://user:password@host
+    re.compile(r"(://[^/\s:@]+:)[^/\s@]+(?=@)"),
+]
+# keys whose shape names them, with no label around them
+_KEYS = re.compile(r"\b(?:sk|pk|rk)-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{8,}|\blsv2_[a-z]{2}_[A-Za-z0-9_]{8,}")
+
+
+class Redactor:
+    """The secrets known so far and the shapes of secrets in general; thread-safe."""
+
+    def __init__(self) -> None:
+        self._secrets: set[str] = set()
+        self._lock = threading.Lock()
+        self._pattern: re.Pattern[str] | None = None
+
+    def register(self, values: Iterable[str | None]) -> None:
+        """Remember secret values (None, blanks and values under MIN_SECRET_CHARS are ignored)."""
+        new = {v.strip() for v in values if isinstance(v, str) and len(v.strip()) >= MIN_SECRET_CHARS}
+        with self._lock:
+            if new - self._secrets:
+                self._secrets |= new
+                # longest first, so a secret that contains another is replaced whole
+                ordered = sorted(self._secrets, key=len, reverse=True)
+                self._pattern = re.compile("|".join(map(re.escape, ordered)))
+
+    def redact(self, text: str) -> str:
+        if not text:
+            return text
+        pattern = self._pattern
+        if pattern is not None:
+            text = pattern.sub(REDACTED, text)
+        for shape in _SHAPES:
+            text = shape.sub(_keep_label, text)
+        return _KEYS.sub(REDACTED, text)
+
+
+def _keep_label(match: re.Match[str]) -> str:
+    label = match.group(1)
+    if match.re is _SHAPES[0]:
+        return f"{label}{match.group(2)}{REDACTED}"
+    if match.re is _SHAPES[1]:
+        return f"{label} {REDACTED}"
+    return f"{label}{REDACTED}"
+
+
+_redactor = Redactor()
+
+
+def redact(text: str) -> str:
+    """``text`` with every known secret and every token shape replaced by ``[redacted]``."""
+    return _redactor.redact(text)
+
+
+def redact_optional(text: str | None) -> str | None:
+    return None if text is None else _redactor.redact(text)
+
+
+def register_secrets(*values: str | None) -> None:
+    """Make these values known secrets of this process: from now on they never appear in a text
+    groundtrace composes. Called by config for the keys it reads, and by the sinks, sources and the
+    judge client for keys passed to them."""
+    _redactor.register(values)
+
+
+class RedactingFilter(logging.Filter):
+    """Redacts a log record's message, and the text of its exception, before any handler sees it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a broken format string is the handler's to report, as always
+            return True
+        record.msg, record.args = redact(message), ()
+        if record.exc_info and record.exc_info[1] is not None and not record.exc_text:
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+        return True
+
+
+_FILTER = RedactingFilter()
+
+
+def get_logger(name: str) -> logging.Logger:
+    """``logging.getLogger(name)`` whose records are redacted: every groundtrace module logs
+    through one of these (a filter on a parent logger would not see its children's records)."""
+    logger = logging.getLogger(name)
+    if _FILTER not in logger.filters:
+        logger.addFilter(_FILTER)
+    return logger
+
+
+__all__ = ["REDACTED", "RedactingFilter", "Redactor", "get_logger", "redact", "redact_optional", "register_secrets"]

@@ -1,0 +1,86 @@
+"""The one redaction step: configured secrets and token shapes become [redacted], the words around
+them stay, and everything groundtrace composes (Scores, exceptions, log lines, console output) passes it."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from groundtrace.backends.judge import JudgeError
+from groundtrace.cli import app
+from groundtrace.config import JudgeSettings, Settings
+from groundtrace.redaction import Redactor, get_logger, redact, register_secrets
+from groundtrace.score import Score
+from groundtrace.sources import SourceError
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("answered HTTP 401: check OPENAI_API_KEY (api_key=); server said: Incorrect API key provided: Bearer sk-proj-Ab12Cd34Ef56",
+     "answered HTTP 401: check OPENAI_API_KEY (api_key=); server said: Incorrect API key provided: Bearer [redacted]"),
+    ("Authorization: Bearer abc.def-123", "Authorization: [redacted]"),
+    ('{"authorization": "Basic cGstbGY6c2stbGY="}', '{"authorization": "[redacted]"}'),
+    ("x-api-key: 0123456789", "x-api-key: [redacted]"),
+    ("OPENAI_API_KEY=sk-zz12345678 api_key='k3y-value' password: hunter22", "OPENAI_API_KEY=[redacted] api_key='[redacted]' password: [redacted]"),
+    ("the key sk-lf-0123456789abcdef and lsv2_pt_0123456789abcdef", "the key [redacted] and [redacted]"),
+    ("postgres://app:s3cret@db.internal/rag", "postgres://app:[redacted]@db.internal/rag"),
+    # English stays English: no digit, no token; a hint names a variable, not its value
+    ("a basic premise, the bearer of bad news", "a basic premise, the bearer of bad news"),
+    ("set LANGFUSE_SECRET_KEY and pass secret_key=", "set LANGFUSE_SECRET_KEY and pass secret_key="),
+    ("the answer has 120 tokens; 3 of 4 claims supported", "the answer has 120 tokens; 3 of 4 claims supported"),
+])
+def test_token_shapes_are_redacted_and_the_words_around_them_kept(text: str, shown: str) -> None:
+    assert redact(text) == shown
+
+
+def test_configured_secrets_of_any_shape_are_redacted_the_longest_first() -> None:
+    redactor = Redactor()
+    redactor.register(["opaque-key-7f3a", "opaque-key-7f3a-extended", None, "", "short"])
+    assert redactor.redact("a opaque-key-7f3a-extended b opaque-key-7f3a") == "a [redacted] b [redacted]"
+    assert redactor.redact("short stays") == "short stays"  # under 6 characters: not taken for a secret
+
+
+def test_settings_register_every_key_they_read() -> None:
+    Settings.from_env({"LANGFUSE_SECRET_KEY": "lf-secret-value-1", "LANGSMITH_API_KEY": "ls-key-value-2",
+                       "PHOENIX_API_KEY": "phx-key-value-3", "OPENAI_API_KEY": "judge-key-value-4",
+                       "LANGFUSE_PUBLIC_KEY": "lf-public-value-5"})
+    JudgeSettings(api_key="judge-key-value-6")
+    text = "lf-secret-value-1 ls-key-value-2 phx-key-value-3 judge-key-value-4 lf-public-value-5 judge-key-value-6"
+    assert redact(text) == " ".join(["[redacted]"] * 6)
+
+
+def test_scores_judge_errors_and_source_errors_are_redacted_where_they_are_made() -> None:
+    register_secrets("made-up-key-for-score")
+    score = Score(metric="faithfulness", higher_is_better=True, error="said made-up-key-for-score",
+                  reason="Authorization: Bearer x1y2z3w4v5")
+    assert (score.error, score.reason) == ("said [redacted]", "Authorization: [redacted]")
+    assert str(JudgeError("server said: made-up-key-for-score", kind="http")) == "server said: [redacted]"
+    assert str(SourceError("Phoenix said Bearer abc123def456")) == "Phoenix said Bearer [redacted]"
+
+
+def test_log_lines_and_their_arguments_are_redacted(caplog) -> None:
+    register_secrets("log-line-secret-1")
+    caplog.set_level(logging.INFO, logger="groundtrace")
+    get_logger("groundtrace.test").warning("sink %s failed: %s", "x", "token log-line-secret-1")
+    assert caplog.records[-1].getMessage() == "sink x failed: token [redacted]"
+
+
+def test_the_command_line_shows_redacted_errors_with_their_brackets(tmp_path, monkeypatch) -> None:
+    """Rich would read [redacted] as markup and print nothing in its place."""
+    monkeypatch.setenv("GROUNDTRACE_SAMPLE_RATE", "api_key=abcdef123")
+    result = CliRunner().invoke(app, ["score", str(tmp_path / "missing.jsonl")])
+    assert result.exit_code == 2
+    assert "api_key=[redacted]" in result.output and "abcdef123" not in result.output
+
+
+@settings(max_examples=200)
+@given(st.text(), st.text(alphabet="abcdefXYZ0123456789-_", min_size=8, max_size=20))
+def test_redaction_never_fails_is_idempotent_and_leaves_no_known_secret(text: str, secret: str) -> None:
+    redactor = Redactor()
+    redactor.register([secret])
+    once = redactor.redact(text + secret + text)
+    assert secret not in once
+    assert redactor.redact(once) == once
