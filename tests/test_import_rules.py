@@ -5,6 +5,8 @@ function, or one made with importlib, counts as much as one at the top:
 - arrows point down: each layer imports only the layers below it (text at the bottom; sinks and the
   report read Records and Scores and never import metrics); config.py, the data types and the
   trace context import nothing of groundtrace but the redaction step, which imports nothing of it;
+- no circle: the parts of the core (its modules and packages) import each other one way only, so
+  the engine choosing Ray by name (groundtrace.stream) makes neither import the other back;
 - outside metrics/, the metrics are reached through their packages' public names only;
 - groundtrace.testing (test support) is imported by tests, notebooks and benchmarks, never by the core."""
 
@@ -111,6 +113,34 @@ def layer_violations(root: Path) -> list[str]:
     return list(found.values())
 
 
+def part_imports(root: Path) -> dict[str, set[str]]:
+    """The parts of the core each part imports (a part: a module or package right under ``root``)."""
+    graph: dict[str, set[str]] = {}
+    for where, _, module in imports_of(root):
+        part, parts = where.split("/")[1].removesuffix(".py"), module.split(".")
+        if parts[0] == root.name and len(parts) > 1 and parts[1] != part:
+            graph.setdefault(part, set()).add(parts[1])
+    return graph
+
+
+def circles(root: Path) -> list[str]:
+    """One line per import between two parts that lies on a circle (each reaches the other)."""
+    graph = part_imports(root)
+
+    def reaches(start: str) -> set[str]:
+        seen: set[str] = set()
+        todo = [start]
+        while todo:
+            for target in graph.get(todo.pop(), ()):
+                if target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+        return seen
+
+    return sorted(f"{part} imports {target}, which leads back to {part}"
+                  for part, targets in graph.items() for target in targets if part in reaches(target))
+
+
 def test_nothing_under_src_groundtrace_imports_a_framework_or_an_integration() -> None:
     assert len(list(SRC.rglob("*.py"))) > 40  # the walk found the package
     assert framework_imports(SRC) == []
@@ -118,6 +148,30 @@ def test_nothing_under_src_groundtrace_imports_a_framework_or_an_integration() -
 
 def test_arrows_point_down_sinks_and_report_never_import_metrics_and_the_core_never_imports_testing() -> None:
     assert layer_violations(SRC) == []
+
+
+def test_the_parts_of_the_core_import_each_other_one_way_only() -> None:
+    assert {"engine", "ray", "stream"} <= set(part_imports(SRC))  # the walk sees the engines
+    assert "ray" not in part_imports(SRC)["engine"] and "stream" not in part_imports(SRC)["ray"]
+    assert circles(SRC) == []
+
+
+@pytest.mark.parametrize(("files", "circle"), [
+    # the engine naming Ray, however late, while Ray builds on the engine
+    ({"engine.py": "def score(engine):\n    from groundtrace.ray import score_records",
+      "ray/__init__.py": "from groundtrace.ray.batch import run", "ray/batch.py": "from groundtrace.engine import Evaluator"},
+     ["engine imports ray, which leads back to engine", "ray imports engine, which leads back to ray"]),
+    # a longer way round
+    ({"a.py": "import groundtrace.b", "b.py": "from groundtrace import c", "c.py": "importlib.import_module('groundtrace.a')"},
+     ["a imports b, which leads back to a", "b imports c, which leads back to b", "c imports a, which leads back to c"]),
+    ({"a.py": "import groundtrace.b", "b.py": "import groundtrace.c", "c.py": "import json"}, []),
+])
+def test_the_circle_walk_sees_a_circle_of_any_length(tmp_path: Path, files: dict[str, str], circle: list[str]) -> None:
+    package = tmp_path / "groundtrace"
+    for where, source in files.items():
+        (package / where).parent.mkdir(parents=True, exist_ok=True)
+        (package / where).write_text(source + "\n")
+    assert circles(package) == circle
 
 
 @pytest.mark.parametrize("line", [

@@ -20,11 +20,12 @@ from typing import Any
 import numpy as np
 
 from groundtrace.classification import best_f1_threshold, confusion, roc_auc
-from groundtrace.engine import build_metrics, score_stream
+from groundtrace.engine import build_metrics
 from groundtrace.io import read_layout
 from groundtrace.metrics import Metric
 from groundtrace.record import InvalidInput
 from groundtrace.score import Score
+from groundtrace.stream import score_stream
 
 
 @dataclass
@@ -64,7 +65,7 @@ def _reset_caches(metric: Metric) -> None:
 def score_all(metric: Metric, items: Sequence[Labelled], progress: Callable[[], None] | None = None,
               engine: Mapping[str, Any] | None = None, options: Mapping[str, Any] | None = None) -> tuple[list[Score], float]:
     """``metric``'s Scores of ``items``, in order, and the seconds they took. ``engine``: the keywords
-    of :func:`groundtrace.engine.score_stream` (default: this process, with ``metric`` itself); on
+    of :func:`groundtrace.stream.score_stream` (default: this process, with ``metric`` itself); on
     Ray the actors rebuild the metric from its name and ``options``, and the seconds include their start."""
     if engine and engine.get("engine", "local") != "local":
         started = time.perf_counter()
@@ -254,7 +255,7 @@ def run_bench(
     schema: str | None = None,
 ) -> dict[str, BenchResult]:
     """Bench every metric on ``path``; ``progress(metric_name, total)`` may return a tick callback.
-    ``engine``: where the records are scored, as keywords of :func:`groundtrace.engine.score_stream`
+    ``engine``: where the records are scored, as keywords of :func:`groundtrace.stream.score_stream`
     (e.g. ``{"engine": "ray", "actors": 2}``; default: this process). ``schema``: the layout of both
     files (default: detected from each file's keys)."""
     if threshold is not None and threshold_from is not None:

@@ -96,7 +96,7 @@ SchemaOption = Annotated[Optional[str], typer.Option(
 
 
 def engine_options(engine: str, address: str | None, actors: int, batch_size: int) -> dict[str, Any]:
-    """What groundtrace.engine.score_stream takes besides the records: the engine, and Ray's settings."""
+    """What groundtrace.stream.score_stream takes besides the records: the engine, and Ray's settings."""
     if engine == "ray":
         return {"engine": "ray", "address": address, "actors": actors, "batch_size": batch_size}
     if engine != "local":
@@ -217,7 +217,7 @@ def metrics_command(
 def _score_file(input_path: str, metrics: str, output: Path | None, workers: int, options: dict,
                 sinks: str | None = None, engine: dict[str, Any] | None = None, keep: int = 0,
                 schema: str | None = None) -> Tally:
-    from groundtrace.engine import score_stream
+    from groundtrace.stream import score_stream
     from groundtrace.io import count_records, map_rows, read_jsonl, read_layout
     from groundtrace.sinks import emit_all
     from groundtrace.tally import Tally
@@ -307,7 +307,8 @@ def _backfill(spec: str, metrics: str, output: Path | None, workers: int, option
               filters: Any, rescore: bool, source_options: dict[str, Any],
               engine: dict[str, Any], keep: int = 0) -> tuple[Tally, Any]:
     from groundtrace.backfill import backfill
-    from groundtrace.engine import metric_specs, score_stream
+    from groundtrace.engine import metric_specs
+    from groundtrace.stream import score_stream
     from groundtrace.sources import open_source
     from groundtrace.tally import Tally
 

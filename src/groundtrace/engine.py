@@ -1,4 +1,5 @@
-"""Evaluator: run several metrics over many records with bounded concurrency, in input order."""
+"""Evaluator: run several metrics over many records with bounded concurrency, in input order: the
+local engine. Choosing between it and Ray is groundtrace.stream's (Ray's engine builds on this one)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 from groundtrace.config import Settings, default_metrics
 from groundtrace.metrics import Metric, get_metric, metric_class
-from groundtrace.privacy import Mask, load_mask, masked_items, take_in
+from groundtrace.privacy import Mask, load_mask, take_in
 from groundtrace.record import InvalidRecord, Record, coerce_record, placeholder_record
 from groundtrace.score import ScoredRecord
 
@@ -45,7 +46,7 @@ def build_metrics(
 
 
 def metric_specs(
-    metrics: Sequence[str] | str | None,
+    metrics: Sequence[str | Metric] | str | None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     settings: Settings | None = None,
 ) -> list[tuple[str, dict[str, Any]]]:
@@ -146,37 +147,3 @@ def evaluate(
     """Score ``records`` (Records or mappings) with ``metrics`` (default: ``default_metrics()``, i.e. grounding);
     ``mask``: see :class:`Evaluator`."""
     return Evaluator(metrics, workers=workers, options=options, mask=mask).evaluate(records)
-
-
-ENGINES = ("local", "ray")
-
-
-def score_stream(
-    items: Iterable[Any],
-    metrics: Sequence[str | Metric] | str | None = None,
-    *,
-    options: Mapping[str, Mapping[str, Any]] | None = None,
-    engine: str = "local",
-    workers: int = 1,
-    on_result: Callable[[ScoredRecord], None] | None = None,
-    select: Selector | None = None,
-    mask: Mask | str | None = None,
-    **ray_options: Any,
-) -> Iterator[ScoredRecord]:
-    """Score ``items`` on the chosen engine, in input order: the one place the command line, the
-    bench and any other batch path choose between the local Evaluator and Ray.
-
-    ``engine="local"`` (default): an :class:`Evaluator` with ``workers`` threads. ``engine="ray"``:
-    :func:`groundtrace.ray.score_records`, which takes ``ray_options`` (``address``, ``actors``,
-    ``batch_size``, ...) and metrics by name only. ``select(record)``: the metrics to run on a record.
-    ``mask``: applied here, on this machine, before any engine sees a record (see :class:`Evaluator`)."""
-    if engine == "local":
-        if ray_options:
-            raise ValueError(f"{', '.join(sorted(ray_options))}: options of the ray engine, not of the local one")
-        return Evaluator(metrics, workers=workers, options=options, mask=mask).iter_evaluate(items, on_result, select)
-    if engine == "ray":
-        from groundtrace.ray import score_records
-
-        return score_records(masked_items(items, load_mask(mask)), metrics, options=options, on_result=on_result,
-                             select=select, **ray_options)
-    raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from groundtrace.engine import score_stream
+from groundtrace.stream import score_stream
 from groundtrace.io import read_jsonl
 from groundtrace.ray import score_dataset, score_records
 from groundtrace.score import ScoredRecord

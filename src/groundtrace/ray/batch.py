@@ -13,9 +13,9 @@ from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from groundtrace.engine import Evaluator
+from groundtrace.engine import Evaluator, Selector
 from groundtrace.metrics import Metric
-from groundtrace.ray.rows import Select, decode, rows_from_records
+from groundtrace.ray.rows import decode, rows_from_records
 from groundtrace.score import Score, ScoredRecord
 
 
@@ -63,7 +63,7 @@ class BatchScorer:
     With ``records_in``, batches of record dicts, which it makes into rows first (``select`` runs here)."""
 
     def __init__(self, specs: Sequence[tuple[str, Mapping[str, Any]]], io_concurrency: int = 16,
-                 records_in: bool = False, select: Select | None = None) -> None:
+                 records_in: bool = False, select: Selector | None = None) -> None:
         self.evaluator = Evaluator([name for name, _ in specs], options={n: o for n, o in specs if o})
         self.io_concurrency = io_concurrency
         self.records_in = records_in  # batches of record dicts (score_dataset) rather than rows

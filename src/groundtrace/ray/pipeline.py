@@ -16,11 +16,11 @@ from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Se
 from itertools import islice
 from typing import Any
 
-from groundtrace.engine import metric_specs
-from groundtrace.metrics import metric_class
+from groundtrace.engine import Selector, metric_specs
+from groundtrace.metrics import Metric, metric_class
 from groundtrace.ray.batch import BatchScorer
 from groundtrace.ray.cluster import connect
-from groundtrace.ray.rows import Select, decode, key_of, row
+from groundtrace.ray.rows import decode, key_of, row
 from groundtrace.record import placeholder_record
 from groundtrace.redaction import get_logger
 from groundtrace.score import ScoredRecord
@@ -34,7 +34,7 @@ ACTOR_OPTIONS = {"max_restarts": -1, "max_task_retries": -1}
 
 
 def _scored(ds: Any, specs: list[tuple[str, dict[str, Any]]], *, actors: int, batch_size: int,
-            io_concurrency: int, records_in: bool = False, select: Select | None = None) -> Any:
+            io_concurrency: int, records_in: bool = False, select: Selector | None = None) -> Any:
     """The lazy Dataset of scored rows (position, key, scored), from rows (position, key, item,
     select) or, with ``records_in``, from record dicts."""
     from ray.data import ActorPoolStrategy
@@ -51,13 +51,13 @@ def _scored(ds: Any, specs: list[tuple[str, dict[str, Any]]], *, actors: int, ba
 
 def score_records(
     items: Iterable[Any],
-    metrics: Sequence[str] | str | None = None,
+    metrics: Sequence[str | Metric] | str | None = None,
     *,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     address: str | None = None,
     actors: int = 2,
     batch_size: int = 64,
-    select: Select | None = None,
+    select: Selector | None = None,
     on_result: Callable[[ScoredRecord], None] | None = None,
     skip: Container[str] | None = None,
     window: int | None = None,
@@ -130,13 +130,13 @@ def _unscored(left: Mapping[str, Any], specs: list[tuple[str, dict[str, Any]]], 
 
 def score_dataset(
     ds: Any,
-    metrics: Sequence[str] | str | None = None,
+    metrics: Sequence[str | Metric] | str | None = None,
     *,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     address: str | None = None,
     actors: int = 2,
     batch_size: int = 64,
-    select: Select | None = None,
+    select: Selector | None = None,
     io_concurrency: int = 16,
 ) -> Any:
     """A lazy Ray Dataset of scored rows for a Ray Dataset of record dicts: columns ``key`` (the

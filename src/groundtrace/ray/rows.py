@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from groundtrace.engine import Selector
 from groundtrace.record import InvalidInput, InvalidRecord, Record, coerce_record, salvage_id
 from groundtrace.redaction import get_logger
 
@@ -49,10 +50,7 @@ def decode(text: str) -> Any:
     return value
 
 
-Select = Callable[[Record], "Sequence[str] | None"]
-
-
-def selection(item: Any, select: Select | None) -> str:
+def selection(item: Any, select: Selector | None) -> str:
     """``select(record)`` as JSON: the metrics this record gets; "" for all (a text column either way:
     a column of nothing but None would reach the actors as NaN). Inputs that are not records get
     all (each metric writes its error Score); so does a record on which ``select`` raises, saying so."""
@@ -69,13 +67,13 @@ def selection(item: Any, select: Select | None) -> str:
     return "" if chosen is None else json.dumps(list(chosen))
 
 
-def row(position: int, item: Any, select: Select | None) -> dict[str, Any]:
+def row(position: int, item: Any, select: Selector | None) -> dict[str, Any]:
     """One input as a row; ``select`` runs here, on the driver, and its answer travels with the row."""
     return {"position": position, "key": key_of(item, position), "item": encode(item),
             "select": selection(item, select)}
 
 
-def rows_from_records(batch: Mapping[str, Any], select: Select | None) -> dict[str, list[Any]]:
+def rows_from_records(batch: Mapping[str, Any], select: Selector | None) -> dict[str, list[Any]]:
     """A batch of a Ray Dataset of record dicts (column -> values) as rows. Such a Dataset has no
     stable positions, so a record without an id is keyed by a digest of its content."""
     columns = list(batch)

@@ -1,0 +1,49 @@
+"""Batch scoring on the chosen engine: :func:`score_stream`, the one place the command line, the bench
+and any other batch path choose between this process (groundtrace.engine's Evaluator) and a Ray
+cluster (groundtrace.ray, imported only when chosen).
+
+It sits above both: the Ray engine builds on the local one, and neither imports this module, so
+choosing an engine by name makes no circle between them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from groundtrace.engine import Evaluator, Selector
+from groundtrace.metrics import Metric
+from groundtrace.privacy import Mask, load_mask, masked_items
+from groundtrace.score import ScoredRecord
+
+ENGINES = ("local", "ray")
+
+
+def score_stream(
+    items: Iterable[Any],
+    metrics: Sequence[str | Metric] | str | None = None,
+    *,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    engine: str = "local",
+    workers: int = 1,
+    on_result: Callable[[ScoredRecord], None] | None = None,
+    select: Selector | None = None,
+    mask: Mask | str | None = None,
+    **ray_options: Any,
+) -> Iterator[ScoredRecord]:
+    """Score ``items`` on the chosen engine, in input order.
+
+    ``engine="local"`` (default): an :class:`~groundtrace.engine.Evaluator` with ``workers`` threads.
+    ``engine="ray"``: :func:`groundtrace.ray.score_records`, which takes ``ray_options`` (``address``,
+    ``actors``, ``batch_size``, ...) and metrics by name only. ``select(record)``: the metrics to run on
+    a record. ``mask``: applied here, on this machine, before any engine sees a record (see
+    :class:`~groundtrace.engine.Evaluator`)."""
+    if engine == "local":
+        if ray_options:
+            raise ValueError(f"{', '.join(sorted(ray_options))}: options of the ray engine, not of the local one")
+        return Evaluator(metrics, workers=workers, options=options, mask=mask).iter_evaluate(items, on_result, select)
+    if engine == "ray":
+        from groundtrace.ray import score_records
+
+        return score_records(masked_items(items, load_mask(mask)), metrics, options=options, on_result=on_result,
+                             select=select, **ray_options)
+    raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
