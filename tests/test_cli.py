@@ -32,12 +32,12 @@ def test_metrics_in_an_80_column_terminal_keeps_every_name_and_threshold_whole(m
 
     from rich.console import Console
 
-    from groundtrace import cli
+    from groundtrace.cli import metrics as command
     from groundtrace.metrics import get_metric, metric_names
 
     screen = io.StringIO()
-    monkeypatch.setattr(cli, "out", Console(file=screen, width=80, force_terminal=True, color_system=None))
-    cli.metrics_command(as_json=False)
+    monkeypatch.setattr(command, "out", Console(file=screen, width=80, force_terminal=True, color_system=None))
+    command.metrics_command(as_json=False)
     lines = screen.getvalue().splitlines()
     assert max(len(line) for line in lines) <= 80
     for name in metric_names():  # each name whole on the line that shows its threshold
@@ -146,7 +146,7 @@ def test_groundtrace_progress_shows_the_bar_when_not_on_a_terminal(tmp_path, mon
 
     from rich.console import Console
 
-    from groundtrace import cli
+    from groundtrace.cli import common
 
     src = tmp_path / "in.jsonl"
     src.write_text(json.dumps({"id": "r1", "contexts": ["The fee is 100 rubles."], "answer": "The fee is 100 rubles."}) + "\n",
@@ -154,7 +154,7 @@ def test_groundtrace_progress_shows_the_bar_when_not_on_a_terminal(tmp_path, mon
     shown = {}
     for flag in ("0", "1"):
         screen = io.StringIO()
-        monkeypatch.setattr(cli, "console", Console(file=screen, width=100))  # a file: not a terminal
+        monkeypatch.setattr(common, "console", Console(file=screen, width=100))  # a file: not a terminal; the bar's
         monkeypatch.setenv("GROUNDTRACE_PROGRESS", flag)
         result = runner.invoke(app, ["score", str(src), "-m", "lexical", "-o", str(tmp_path / f"out{flag}.jsonl")])
         assert result.exit_code == 0, result.output

@@ -194,9 +194,9 @@ def test_the_walk_sees_each_kind_of_import(tmp_path: Path, line: str) -> None:
     ("report/x.py", "from groundtrace import metrics", "below report"),
     ("text/x.py", "from groundtrace.backends.judge import JudgeClient", "below text"),
     ("config.py", "def monitor():\n    from groundtrace.monitor import Monitor", "below config.py"),
-    ("cli.py", "from groundtrace.metrics.judged.prompts import render", "not a public name"),
-    ("cli.py", "from groundtrace.metrics.judged import prompts", "not a public name"),
-    ("cli.py", "from groundtrace.testing.llama_server import LlamaServer", "test support"),
+    ("cli/score.py", "from groundtrace.metrics.judged.prompts import render", "not a public name"),
+    ("cli/bench.py", "from groundtrace.metrics.judged import prompts", "not a public name"),
+    ("cli/__init__.py", "from groundtrace.testing.llama_server import LlamaServer", "test support"),
     ("metrics/judged/x.py", "from ...sinks import Sink", "below metrics"),
     ("redaction.py", "from groundtrace.record import Record", "below redaction.py"),
 ])

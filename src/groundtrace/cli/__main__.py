@@ -1,0 +1,5 @@
+"""``python -m groundtrace.cli``: the ``groundtrace`` command."""
+
+from groundtrace.cli import main
+
+main()
