@@ -19,9 +19,12 @@ What it does for the caller:
 - Every failure the caller sees is one exception type, :class:`JudgeError`, whose message says what
   went wrong and what to do; a result never holds NaN or a half-parsed object.
 
-The modules: :mod:`.client` (JudgeClient, JudgeError, JudgeResult, shared_client), :mod:`.parsing`
-(JSON from free text, refusals, schemas), :mod:`.cache` (the sqlite cache), :mod:`.prices` (the
-price table). Importing this package does not import ``openai``; building a client does.
+The modules: :mod:`.client` (JudgeClient: the cache and cost around a call; shared_client),
+:mod:`.structured` (structured-output mode detection and the repair request), :mod:`.transport`
+(requests, retries and backoff, the errors they end in), :mod:`.results` (JudgeResult, JudgeError,
+the modes), :mod:`.parsing` (JSON from free text, refusals, schemas), :mod:`.cache` (the sqlite
+cache), :mod:`.prices` (the price table). Importing this package does not import ``openai``;
+building a client does.
 
 Settings: ``JudgeClient(settings=...)`` takes a :class:`groundtrace.config.JudgeSettings` (or a
 ``Settings``); without one, ``groundtrace.config`` reads the environment: ``OPENAI_BASE_URL``,

@@ -1,117 +1,39 @@
-"""The judge client: structured-output mode detection, retries with backoff, the concurrency
-limit, the repair request, the cache and cost accounting around one OpenAI-compatible chat endpoint
+"""The judge client: the cache and cost accounting around one OpenAI-compatible chat endpoint, with the
+structured-output mode detection and repair of :mod:`.structured` over the retries of :mod:`.transport`
 (see the package's doc)."""
 
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import inspect
-import json
 import os
-import random
-import re
 import sqlite3
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Generic, Literal, Self, TypeVar
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import ValidationError
 
 from groundtrace._extras import missing_extra
 from groundtrace.backends.judge.cache import JudgeCache
-from groundtrace.config import JudgeSettings, Settings
-from groundtrace.backends.judge.parsing import (
-    extract_json,
-    looks_like_refusal,
-    safe_schema_name,
-    strict_schema,
-    validation_message,
-    with_schema_instruction,
-)
+from groundtrace.backends.judge.parsing import extract_json, safe_schema_name, strict_schema
 from groundtrace.backends.judge.prices import DEFAULT_PRICES, Price, cost_of
-from groundtrace.redaction import get_logger, redact, register_secrets
-from groundtrace.score import Cost
+from groundtrace.backends.judge.results import MODES, JudgeError, JudgeResult, Mode, T, Usage
+from groundtrace.backends.judge.structured import StructuredOutput
+from groundtrace.backends.judge.transport import log
+from groundtrace.config import JudgeSettings, Settings
+from groundtrace.redaction import register_secrets
 
-log = get_logger("groundtrace.backends.judge")
-
-T = TypeVar("T", bound=BaseModel)
-Mode = Literal["json_schema", "json_object", "text"]
-MODES: tuple[Mode, ...] = ("json_schema", "json_object", "text")
+__all__ = ["CLIENT_OPTIONS", "DEFAULT_BASE_URL", "DEFAULT_MODEL", "MODES", "JudgeClient", "JudgeError", "JudgeResult",
+           "Mode", "judge_settings", "shared_client"]
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
-# ----------------------------------------------------------------------------------------- errors
-
-
-class JudgeError(RuntimeError):
-    """Anything that kept the judge from returning a validated answer.
-
-    ``kind`` is one of: config, connection, timeout, rate_limit, server, http, refusal, truncated,
-    parse, validation. ``status`` is the HTTP status where there was one.
-    """
-
-    def __init__(self, message: str, *, kind: str, status: int | None = None) -> None:
-        super().__init__(redact(message))  # it quotes the server, which may echo our key
-        self.kind = kind
-        self.status = status
-
-
-# ---------------------------------------------------------------------------------------- results
-
-
-class JudgeResult(BaseModel, Generic[T]):
-    """What :meth:`JudgeClient.complete` returns: one validated object per sample.
-
-    ``cost`` counts every request made for this result (repairs included). On a cache hit
-    (``cached=True``) nothing was spent now; ``cost`` is what the answer cost when it was computed.
-    """
-
-    parsed: list[T]
-    raw: list[str]
-    cost: Cost
-    mode: Mode
-    model: str
-    cached: bool = False
-    latency_ms: float
-    requests: int = Field(default=0, description="HTTP requests made, retries and repairs included")
-
-    @property
-    def value(self) -> T:
-        """The first (with ``n=1``, the only) sample."""
-        return self.parsed[0]
-
-
-# ----------------------------------------------------------------------------------------- client
-
-
-class _Rejected(Exception):
-    """A non-retryable HTTP error, kept apart so that mode detection can fall back on it."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-class _Usage:
-    def __init__(self) -> None:
-        self.input_tokens = 0
-        self.output_tokens = 0
-        self.requests = 0
-
-    def add(self, response: Any) -> None:
-        usage = getattr(response, "usage", None)
-        if usage is not None:
-            self.input_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
-            self.output_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
-
-
-class JudgeClient:
+class JudgeClient(StructuredOutput):
     """An OpenAI-compatible chat client that returns validated pydantic objects (see the package doc).
 
     ``model``, ``base_url``, ``api_key`` and the cache folder default to ``settings`` (a
@@ -197,11 +119,6 @@ class JudgeClient:
 
     # -- public -----------------------------------------------------------------------------------
 
-    @property
-    def mode(self) -> Mode | None:
-        """The structured-output mode in use for this client's (base URL, model), once known."""
-        return self.forced_mode or self._modes.get((self.base_url, self.model))
-
     def complete(
         self,
         messages: Sequence[Mapping[str, Any]],
@@ -221,7 +138,7 @@ class JudgeClient:
         started = time.perf_counter()
         if n < 1:
             raise JudgeError(f"n must be at least 1, got {n}", kind="config")
-        messages = [dict(m) for m in messages]
+        chat = [dict(m) for m in messages]
         params: dict[str, Any] = {"temperature": self.temperature if temperature is None else float(temperature)}
         if (max_tokens or self.max_tokens) is not None:
             params["max_tokens"] = max_tokens or self.max_tokens
@@ -233,7 +150,7 @@ class JudgeClient:
         key = None
         if self.cache is not None:
             key = JudgeCache.key(
-                {"base_url": self.base_url, "model": self.model, "messages": messages, "params": params, "n": n,
+                {"base_url": self.base_url, "model": self.model, "messages": chat, "params": params, "n": n,
                  "response_format": {"name": schema_name, "schema": json_schema}}
             )
             hit = self._cache_get(key)
@@ -249,18 +166,18 @@ class JudgeClient:
                         latency_ms=(time.perf_counter() - started) * 1000,
                     )
 
-        usage = _Usage()
+        usage = Usage()
         parsed_all: list[T] = []
         raw_all: list[str] = []
         mode: Mode = self.mode or "json_schema"
         while len(parsed_all) < n:
             want = n - len(parsed_all)
-            response, mode = self._create(messages, params, want, schema, schema_name, json_schema, usage)
+            response, mode = self._create(chat, params, want, schema, schema_name, json_schema, usage)
             choices = list(response.choices or [])[:want]
             if not choices:
                 raise JudgeError(f"the judge at {self.base_url} returned no choices; check that it serves chat completions", kind="parse")
             for choice in choices:
-                obj, raw = self._read_choice(choice, messages, params, mode, schema, schema_name, json_schema, usage)
+                obj, raw = self._read_choice(choice, chat, params, mode, schema, schema_name, json_schema, usage)
                 parsed_all.append(obj)
                 raw_all.append(raw)
 
@@ -273,10 +190,19 @@ class JudgeClient:
         )
 
     async def acomplete(
-        self, messages: Sequence[Mapping[str, Any]], schema: type[T], **kwargs: Any
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        schema: type[T],
+        *,
+        n: int = 1,
+        name: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        seed: int | None = None,
     ) -> JudgeResult[T]:
         """:meth:`complete` in a worker thread; the concurrency limit still applies."""
-        return await asyncio.to_thread(self.complete, messages, schema, **kwargs)
+        return await asyncio.to_thread(self.complete, messages, schema, n=n, name=name, temperature=temperature,
+                                       max_tokens=max_tokens, seed=seed)
 
     def close(self) -> None:
         self._client.close()
@@ -289,151 +215,7 @@ class JudgeClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- structured output ------------------------------------------------------------------------
-
-    def _payload(
-        self, messages: list[dict[str, Any]], params: dict[str, Any], n: int, mode: Mode,
-        schema_name: str, json_schema: dict[str, Any],
-    ) -> dict[str, Any]:
-        payload: dict[str, Any] = {"model": self.model, "messages": messages, **params}
-        if n > 1:
-            payload["n"] = n
-        if mode == "json_schema":
-            payload["response_format"] = {"type": "json_schema", "json_schema": {"name": schema_name, "schema": json_schema, "strict": True}}
-        elif mode == "json_object":
-            payload["response_format"] = {"type": "json_object", "schema": json_schema}
-        else:
-            payload["messages"] = with_schema_instruction(messages, json_schema)
-        return payload
-
-    def _create(
-        self, messages: list[dict[str, Any]], params: dict[str, Any], n: int, schema: type[BaseModel],
-        schema_name: str, json_schema: dict[str, Any], usage: _Usage,
-    ) -> tuple[Any, Mode]:
-        known = self.mode
-        candidates: tuple[Mode, ...] = (known,) if known else MODES
-        for i, mode in enumerate(candidates):
-            try:
-                response = self._request(self._payload(messages, params, n, mode, schema_name, json_schema), usage)
-            except _Rejected as rejected:
-                format_problem = rejected.status in (400, 422) or _rejects_response_format(rejected.status, rejected.message) or (
-                    400 <= rejected.status < 500 and re.search(r"response_format|json_schema|schema", rejected.message, re.IGNORECASE)
-                )
-                if i + 1 < len(candidates) and format_problem:
-                    log.info("judge at %s rejected %s output (%s): trying %s", self.base_url, mode, rejected.status, candidates[i + 1])
-                    continue
-                raise self._status_error(rejected.status, rejected.message) from None
-            if not known:
-                with self._modes_lock:
-                    self._modes[(self.base_url, self.model)] = mode
-            return response, mode
-        raise AssertionError("unreachable")
-
-    def _read_choice(
-        self, choice: Any, messages: list[dict[str, Any]], params: dict[str, Any], mode: Mode,
-        schema: type[T], schema_name: str, json_schema: dict[str, Any], usage: _Usage,
-    ) -> tuple[T, str]:
-        problem = ""
-        for attempt in range(2):  # the reply, then one repair
-            message = choice.message
-            raw = message.content or ""
-            refusal = getattr(message, "refusal", None)
-            if refusal:
-                raise JudgeError(f"the judge model refused to answer: {refusal!r}; rephrase the prompt or use another model", kind="refusal")
-            try:
-                return schema.model_validate(extract_json(raw)), raw
-            except ValueError as error:  # ValidationError is a ValueError too
-                if isinstance(error, ValidationError):
-                    problem = validation_message(schema, error)
-                    kind = "validation"
-                else:
-                    if looks_like_refusal(raw) or choice.finish_reason == "content_filter":
-                        raise JudgeError(
-                            f"the judge model refused to answer: {_clip(raw)!r}; rephrase the prompt or use another model",
-                            kind="refusal",
-                        ) from None
-                    problem = f"the judge's reply is not valid JSON ({error})"
-                    kind = "truncated" if choice.finish_reason == "length" else "parse"
-            if attempt == 0:
-                repair = [
-                    *messages,
-                    {"role": "assistant", "content": raw},
-                    {"role": "user", "content": f"That reply could not be used: {problem}. Reply again with only the "
-                     f"JSON object that matches the schema: no prose, no code fences."},
-                ]
-                response, _ = self._create(repair, params, 1, schema, schema_name, json_schema, usage)
-                if not response.choices:
-                    break
-                choice = response.choices[0]
-        hint = {
-            "validation": "make the prompt name every required field, or use a stronger model",
-            "truncated": "the reply was cut off by max_tokens: raise max_tokens",
-        }.get(kind, "use a model or server that supports structured output (json_schema), or a stronger model")
-        raise JudgeError(f"{problem}, even after one repair request ({hint}); reply was: {_clip(raw)!r}", kind=kind)
-
-    # -- transport --------------------------------------------------------------------------------
-
-    def _request(self, payload: dict[str, Any], usage: _Usage) -> Any:
-        openai = self._openai
-        attempt = 0
-        while True:
-            retry_after: float | None = None
-            try:
-                with self._semaphore:
-                    usage.requests += 1
-                    response = self._client.chat.completions.create(**payload)
-                if isinstance(response, str):  # the SDK hands back a body that is not JSON as text
-                    raise JudgeError(f"the judge at {self.base_url} answered with no chat completion (an event stream or "
-                                     f"a proxy's page?); server said: {_body_text(response)}", kind="server")
-                usage.add(response)
-                return response
-            except openai.APIStatusError as error:
-                status = error.status_code
-                # llama-cpp-python's server answers an unsupported response_format with HTTP 500
-                # (its request validation error); retrying cannot help, falling back can
-                if not (status == 429 or status >= 500 or status in (408, 409)) or _rejects_response_format(status, _error_text(error)):
-                    raise _Rejected(status, _error_text(error)) from None
-                if attempt >= self.max_retries:
-                    raise self._status_error(status, _error_text(error), retried=attempt) from None
-                retry_after = _retry_after(error.response.headers)
-                last = f"HTTP {status}"
-            except openai.APITimeoutError:
-                if attempt >= self.max_retries:
-                    raise JudgeError(
-                        f"the judge at {self.base_url} did not answer within {self.timeout_s:g} s, {attempt + 1} time(s); "
-                        "raise timeout_s, lower concurrency, or check the server's load",
-                        kind="timeout",
-                    ) from None
-                last = "timeout"
-            except openai.APIConnectionError as error:
-                if attempt >= self.max_retries:
-                    raise JudgeError(
-                        f"could not connect to the judge at {self.base_url} ({error.__cause__ or error}) after "
-                        f"{attempt + 1} attempt(s): is the server running, and is OPENAI_BASE_URL (base_url=) right?",
-                        kind="connection",
-                    ) from None
-                last = "connection error"
-            delay = (
-                min(retry_after, self.max_retry_after_s)
-                if retry_after is not None
-                else min(self.backoff_s * 2**attempt, self.max_backoff_s) * random.uniform(0.8, 1.2)
-            )
-            log.debug("judge request failed (%s); retry %d in %.2f s", last, attempt + 1, delay)
-            time.sleep(delay)
-            attempt += 1
-
-    def _status_error(self, status: int, message: str, retried: int = 0) -> JudgeError:
-        where = f"the judge at {self.base_url} (model {self.model!r})"
-        if status == 429:
-            return JudgeError(f"{where} is rate limiting (HTTP 429) after {retried} retries: lower concurrency or wait; server said: {message}", kind="rate_limit", status=status)
-        if status >= 500:
-            return JudgeError(f"{where} failed with HTTP {status} after {retried} retries: the server is failing, try later; server said: {message}", kind="server", status=status)
-        hint = {
-            401: "check OPENAI_API_KEY (api_key=)",
-            403: "the key may not have access to this model",
-            404: "check the model name and that the base URL ends with /v1",
-        }.get(status, "the request was rejected")
-        return JudgeError(f"{where} answered HTTP {status}: {hint}; server said: {message}", kind="http", status=status)
+    # -- the cache --------------------------------------------------------------------------------
 
     def _cache_get(self, key: str) -> dict[str, Any] | None:
         try:
@@ -486,58 +268,3 @@ def _hashable(value: Any) -> Any:
     if isinstance(value, Price):
         return (value.input, value.output)
     return value
-
-
-def _rejects_response_format(status: int, message: str) -> bool:
-    """A server error that is really the server refusing our response_format."""
-    return status >= 500 and re.search(r"response_format", message, re.IGNORECASE) is not None
-
-
-def _error_text(error: Any) -> str:
-    body = getattr(error, "body", None)
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and inner.get("message"):
-            return _clip(str(inner["message"]))
-        if isinstance(inner, str):
-            return _clip(inner)
-    return _clip(getattr(error, "message", None) or str(error))
-
-
-def _body_text(body: str) -> str:
-    """What a body that is no chat completion says: the error of an event stream's ``data:`` line
-    where it has one (a server that streams its errors), else the text itself; clipped."""
-    for line in body.splitlines():
-        if not line.startswith("data:"):
-            continue
-        try:
-            event = json.loads(line[len("data:"):])
-        except ValueError:
-            continue
-        if isinstance(event, Mapping) and event.get("error"):
-            error = event["error"]
-            return _clip(str(error.get("message") or error) if isinstance(error, Mapping) else str(error))
-    return _clip(body.strip())
-
-
-def _retry_after(headers: Any) -> float | None:
-    """Seconds from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date), if present."""
-    try:
-        if headers.get("retry-after-ms"):
-            return max(0.0, float(headers["retry-after-ms"]) / 1000)
-        value = headers.get("retry-after")
-        if value is None:
-            return None
-        try:
-            return max(0.0, float(value))
-        except ValueError:
-            when = email.utils.parsedate_to_datetime(value)
-            return max(0.0, when.timestamp() - time.time())
-    except (TypeError, ValueError, AttributeError):
-        return None
-
-
-def _clip(text: str, limit: int = 300) -> str:
-    text = text or ""
-    return text if len(text) <= limit else text[:limit] + "..."
-
