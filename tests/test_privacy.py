@@ -116,14 +116,36 @@ def test_capture_text_off_gives_the_sinks_values_verdicts_and_offsets_only() -> 
         assert "anna" not in json.dumps(score.details) and "roubles" not in json.dumps(score.details)
 
 
-def test_the_environment_sets_both_for_a_monitor_built_without_settings(monkeypatch) -> None:
+def test_a_monitor_takes_values_and_the_environment_reaches_it_through_the_settings(monkeypatch) -> None:
     monkeypatch.setenv("GROUNDTRACE_MASK", "tests.privacy_masks:hide_emails")
     monkeypatch.setenv("GROUNDTRACE_CAPTURE_TEXT", "false")
     with Monitor(["lexical"], [PlainSink()], isolation="thread", flush_at_exit=False) as monitor:
-        assert monitor.mask is hide_emails and monitor.capture_text is False
-        assert not monitor.shows_raw_text
-    with Monitor(["lexical"], [], mask=str.lower, capture_text=True, flush_at_exit=False) as monitor:
+        assert monitor.mask is None and monitor.capture_text is True  # values: the Monitor reads no variable
+        assert monitor.shows_raw_text
+    settings = Settings.from_env()  # config.py reads the environment, once
+    for monitor in (Monitor.from_settings(settings, metrics=["lexical"], sinks=[], flush_at_exit=False),
+                    Monitor(["lexical"], [], settings=settings, flush_at_exit=False)):
+        with monitor:
+            assert monitor.mask is hide_emails and monitor.capture_text is False
+            assert not monitor.shows_raw_text
+    with Monitor.from_settings(settings, metrics=["lexical"], sinks=[], mask=str.lower, capture_text=True,
+                               flush_at_exit=False) as monitor:
         assert monitor.mask is str.lower and monitor.capture_text is True  # arguments win
+
+
+def test_the_shared_monitor_of_instrument_and_groundtrace_run_takes_both_from_the_environment(monkeypatch) -> None:
+    from groundtrace import capture
+
+    monkeypatch.setenv("GROUNDTRACE_MASK", "tests.privacy_masks:hide_emails")
+    monkeypatch.setenv("GROUNDTRACE_CAPTURE_TEXT", "false")
+    monkeypatch.setenv("GROUNDTRACE_METRICS", "lexical")
+    monkeypatch.setenv("GROUNDTRACE_ISOLATION", "thread")
+    capture.reset_shared_monitor()
+    try:
+        monitor = capture.shared_monitor()
+        assert monitor.mask is hide_emails and monitor.capture_text is False
+    finally:
+        capture.reset_shared_monitor()
 
 
 def test_settings_read_the_mask_and_refuse_a_capture_flag_that_is_no_flag() -> None:

@@ -74,6 +74,24 @@ def test_an_unchanged_app_is_scored_under_the_launcher(app, tmp_path):
     assert facts["hallucinated"] is True and [s["text"] for s in facts["spans"]] == ["90 days"]
 
 
+@pytest.mark.parametrize("app", [LANGCHAIN_APP, LLAMAINDEX_APP], ids=["langchain", "llamaindex"])
+def test_groundtrace_mask_applies_under_the_launcher(app, tmp_path):
+    """Configuration without code reaches the shared Monitor through the settings: the mask too."""
+    (tmp_path / "app.py").write_text(textwrap.dedent(app))
+    out = tmp_path / "scores.jsonl"
+    env = {**os.environ, "GROUNDTRACE_SINKS": "jsonl", "GROUNDTRACE_METRICS": "lexical",
+           "GROUNDTRACE_JSONL_PATH": str(out), "GROUNDTRACE_MASK": "builtins:str.upper"}
+    env.pop("GROUNDTRACE_ENABLED", None)
+    result = subprocess.run([str(LAUNCHER), sys.executable, "app.py"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=180)
+    assert result.returncode == 0, result.stderr
+    assert "You can return items within 90 days." in result.stdout  # the application's own answer is untouched
+    (line,) = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()]
+    assert line["record"]["question"] == "HOW LONG DO I HAVE TO RETURN AN ITEM?"
+    assert line["record"]["contexts"] == ["ITEMS CAN BE RETURNED WITHIN 30 DAYS OF DELIVERY."]
+    assert line["record"]["answer"] == "YOU CAN RETURN ITEMS WITHIN 90 DAYS."
+
+
 def test_the_same_app_without_the_launcher_writes_nothing(tmp_path):
     (tmp_path / "app.py").write_text(textwrap.dedent(LANGCHAIN_APP))
     out = tmp_path / "scores.jsonl"

@@ -110,8 +110,9 @@ class Monitor:
     ``metric_timeout_s`` bounds each metric on each record: a metric that hangs yields an error
     Score.
 
-    ``settings``: the configuration (default metrics, the settings of sinks given by name); by
-    default the environment's. The Monitor registers the trace-link lookups of its sinks (MLflow's)
+    ``settings``: the configuration (default metrics, the settings of sinks given by name, the
+    privacy switches below); without it, groundtrace.config configures the default metrics and the
+    sinks given by name from the environment. The Monitor registers the trace-link lookups of its sinks (MLflow's)
     with ``trace_context`` when it is built.
 
     Sampling and exclusion are decided here and nowhere else: :meth:`submit` takes a per-call
@@ -134,8 +135,10 @@ class Monitor:
     contexts, answer and reference in the worker, before any metric or sink sees them; a record the
     mask fails on is not scored: the sinks get its id (nothing else of it) and every metric's error
     Score, and it counts as failed. ``capture_text=False``: the sinks get no text (values, verdicts
-    and span offsets only). Both default to the settings' (GROUNDTRACE_MASK,
-    GROUNDTRACE_CAPTURE_TEXT), the environment's when no settings are given.
+    and span offsets only). Both are values: the given ``settings``' when not passed, else no mask and
+    text captured; the Monitor never reads the environment for them. :meth:`from_settings` takes them
+    from the configuration (GROUNDTRACE_MASK, GROUNDTRACE_CAPTURE_TEXT), and so do the shared Monitor,
+    ``instrument()``, groundtrace-run, a LangChain handler that builds its Monitor and the command line.
     """
 
     @classmethod
@@ -172,12 +175,11 @@ class Monitor:
         from groundtrace.sinks import build_sinks, register_trace_links
 
         check_sample_rate(sample_rate)
-        if mask is None or capture_text is None:  # privacy switches hold however the Monitor was built
-            privacy = settings or Settings.from_env()
-            mask = privacy.mask if mask is None else mask
-            capture_text = privacy.capture_text if capture_text is None else capture_text
+        if settings is not None:  # the privacy switches of the settings the Monitor was given
+            mask = settings.mask if mask is None else mask
+            capture_text = settings.capture_text if capture_text is None else capture_text
         self.mask = load_mask(mask)
-        self.capture_text = capture_text
+        self.capture_text = True if capture_text is None else capture_text
         self.metrics = build_metrics(metrics, options, settings)
         self.sinks = build_sinks(sinks, settings)
         register_trace_links(self.sinks)

@@ -16,6 +16,7 @@ from typing import Any
 from uuid import UUID
 
 from groundtrace.capture import end_request_span, prepare_shared_capture, shared_monitor, start_request_span
+from groundtrace.config import Settings
 from groundtrace.monitor import Monitor, check_sample_rate
 from groundtrace.privacy import Mask
 from groundtrace.redaction import get_logger
@@ -86,6 +87,11 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
         if builds_monitor:
             if sample_rate is not None:
                 monitor_options["sample_rate"] = sample_rate
+            # the configuration's privacy switches (GROUNDTRACE_MASK, GROUNDTRACE_CAPTURE_TEXT) hold for the
+            # Monitor a handler builds, as for instrument()'s, unless the options say otherwise
+            privacy = Settings.from_env()
+            monitor_options.setdefault("mask", privacy.mask)
+            monitor_options.setdefault("capture_text", privacy.capture_text)
             monitor = Monitor(metrics, sinks, **monitor_options)
         elif monitor is None:
             prepare_shared_capture()  # the shared Monitor comes with the first Record: its trace links now
