@@ -30,13 +30,13 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT = ROOT.parent / "shared" / "data" / "ragtruth_qa_dev.jsonl"
-
 from groundtrace.backends.judge import DEFAULT_PRICES, JudgeClient, price_of
-from groundtrace.testing.llama_server import LlamaServer
 from groundtrace.metrics import get_metric
 from groundtrace.metrics.judged import JUDGE_METRICS
+from groundtrace.testing.llama_server import LlamaServer
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT = ROOT.parent / "shared" / "data" / "ragtruth_qa_dev.jsonl"
 
 
 def load(path: Path, limit: int) -> list[dict]:

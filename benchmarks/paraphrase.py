@@ -50,12 +50,15 @@ def run(metric_name: str, threshold: float | None, paths: list[Path]) -> dict:
             raise RuntimeError(f"{faithful['id']}: {sf.error or sp.error}")
         for group in (faithful["language"], f"{faithful['language']}/{planted['meta']['error_type']}", "all"):
             row = table[group]
-            row["faithful_flagged"][0] += int(bool(sf.hallucinated)); row["faithful_flagged"][1] += 1
-            row["planted_caught"][0] += int(bool(sp.hallucinated)); row["planted_caught"][1] += 1
+            row["faithful_flagged"][0] += int(bool(sf.hallucinated))
+            row["faithful_flagged"][1] += 1
+            row["planted_caught"][0] += int(bool(sp.hallucinated))
+            row["planted_caught"][1] += 1
             row["pairwise"][0] += int(hallucination(sp, metric.higher_is_better) > hallucination(sf, metric.higher_is_better))
             row["pairwise"][1] += 1
             if sp.hallucinated:
-                row["span_on_planted"][0] += int(overlaps(sp.spans, planted["spans"])); row["span_on_planted"][1] += 1
+                row["span_on_planted"][0] += int(overlaps(sp.spans, planted["spans"]))
+                row["span_on_planted"][1] += 1
     return {"metric": metric_name, "threshold": metric.threshold,
             "groups": {g: {k: {"hits": v[0], "of": v[1], "rate": round(v[0] / v[1], 3) if v[1] else None}
                            for k, v in row.items()} for g, row in sorted(table.items())}}
@@ -77,7 +80,7 @@ def main() -> None:
     for group, row in result["groups"].items():
         cells = [row.get(k, {"hits": 0, "of": 0}) for k in ("faithful_flagged", "planted_caught", "pairwise", "span_on_planted")]
         print(f"{group:28s} " + " ".join(f"{c['hits']:>5d}/{c['of']:<3d} ({c['hits'] / c['of'] if c['of'] else 0:4.0%})".rjust(w)
-                                         for c, w in zip(cells, (17, 15, 9, 16))))
+                                         for c, w in zip(cells, (17, 15, 9, 16), strict=True)))
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import importlib.resources
 import json
 import math
 import threading
+from itertools import pairwise
 
 import numpy as np
 import pytest
@@ -123,7 +124,7 @@ def test_a_context_longer_than_the_encoder_window_is_read_to_its_end(grounding):
     monday = answer.index("Monday")
     assert any(s.start <= monday < s.end for s in without.spans)
     assert not any(s.start <= monday < s.end for s in with_fact.spans)
-    assert all(a.end <= b.start for a, b in zip(without.spans, without.spans[1:]))  # disjoint, in order
+    assert all(a.end <= b.start for a, b in pairwise(without.spans))  # disjoint, in order
 
 
 def test_windows_cover_every_context_and_answer_token_within_the_encoder_limit():
@@ -135,7 +136,7 @@ def test_windows_cover_every_context_and_answer_token_within_the_encoder_limit()
     assert sorted(set(np.concatenate([w.answer_tokens for w in windows]).tolist())) == list(range(len(answer)))
     pieces = context_windows(np.arange(5000), 300)
     assert all(len(p) <= 300 for p in pieces) and pieces[0][0] == 0 and pieces[-1][-1] == 4999
-    assert all(b[0] <= a[-1] for a, b in zip(pieces, pieces[1:]))  # consecutive windows overlap: nothing skipped
+    assert all(b[0] <= a[-1] for a, b in pairwise(pieces))  # consecutive windows overlap: nothing skipped
     values = [np.full(len(w.ids), float(i)) for i, w in enumerate(windows)]
     # a token's value is the minimum over the windows that read it: here the first window of its chunk
     first_of_chunk = {}
@@ -212,7 +213,7 @@ def test_the_pruned_tokenizer_round_trips_ru_zh_en_without_unknown_tokens(text):
     assert tokenizer.unk_id not in enc.ids.tolist()
     # the offsets index the original text: every visible character belongs to exactly one token
     covered = np.zeros(len(text), dtype=int)
-    for s, e in zip(enc.starts, enc.ends):
+    for s, e in zip(enc.starts, enc.ends, strict=True):
         assert 0 <= s <= e <= len(text)
         covered[s:e] += 1
     visible = np.array([not ch.isspace() for ch in text])

@@ -116,7 +116,7 @@ def load_halueval_qa(wheel: Path, excluded: set[int], limit: int) -> list[Passag
 
 def load_halueval_summaries(wheel: Path, limit: int) -> list[Passage]:
     passages = []
-    for index, item in zip(range(limit), read_wheel_jsonl(wheel, "dataset_halueval_summarization.jsonl")):
+    for index, item in zip(range(limit), read_wheel_jsonl(wheel, "dataset_halueval_summarization.jsonl"), strict=False):
         text = clip_to_sentences(re.sub(r"\s+", " ", item["document"]), "en")
         passages.append(Passage(f"halueval_summarization:{index}", "en", "halueval_summarization", text))
     return passages
@@ -307,7 +307,7 @@ def reformat_numbers(text: str, language: str) -> tuple[str, bool]:
         if "," in m.group() or " " in m.group() or "\u00a0" in m.group():
             return digits
         if language == "zh":
-            return f"{value // 10000}万" if value % 10000 == 0 and not text[m.end():m.end() + 1] in "万亿" else digits
+            return f"{value // 10000}万" if value % 10000 == 0 and text[m.end():m.end() + 1] not in "万亿" else digits
         return f"{value:,}".replace(",", " " if language == "ru" else ",")
 
     new = re.sub(r"(?<![\d.,])\d{1,3}(?:[, \u00a0]\d{3})+(?![\d.,]\d)|(?<![\d.,])\d{4,}(?![\d.,]\d)", rewrite, text)

@@ -174,7 +174,7 @@ def span_overlap(items: Sequence[Labelled], scores: Sequence[Score], predicted: 
     if not any(i.raw.get("spans") for i in items) or not any(s.spans for s in scores):
         return None
     tp = fp = fn = records = 0
-    for item, score, flagged in zip(items, scores, predicted):
+    for item, score, flagged in zip(items, scores, predicted, strict=True):
         gold_spans = item.raw.get("spans") or []
         if item.label == 1 and not gold_spans:
             continue

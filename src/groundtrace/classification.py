@@ -111,4 +111,4 @@ def roc_curve(labels: np.ndarray, scores: np.ndarray) -> list[tuple[float, float
     distinct = np.r_[s[1:] != s[:-1], True]
     tps, fps = np.cumsum(y)[distinct], np.cumsum(~y)[distinct]
     p, n = max(int(y.sum()), 1), max(int((~y).sum()), 1)
-    return [(0.0, 0.0)] + [(float(f / n), float(t / p)) for t, f in zip(tps, fps)]
+    return [(0.0, 0.0)] + [(float(f / n), float(t / p)) for t, f in zip(tps, fps, strict=True)]

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 
 import pytest
@@ -126,7 +125,7 @@ def test_select_restricts_metrics_per_record(cluster):
     rows = records(40, seed=9)
     out = list(score_records(rows, ["lexical", "grounding"], actors=1, batch_size=8,
                              select=lambda record: ["lexical"] if record.language == "zh" else None))
-    for row, given in zip(out, rows):
+    for row, given in zip(out, rows, strict=True):
         names = [s.metric for s in row.scores]
         assert names == (["lexical"] if given["language"] == "zh" else ["lexical", "grounding"])
 

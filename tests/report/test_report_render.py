@@ -67,9 +67,9 @@ def test_marks_cover_exactly_the_spans_of_each_metric_and_of_the_gold_labels():
         answer = section(doc, index).find("p", cls="answer")
         assert answer.text == row.record.answer
         want = {}
-        for score in row.scores:
-            for sp in score.spans:
-                want.setdefault(score.metric, set()).update(range(sp.start, sp.end))
+        for scored in row.scores:
+            for sp in scored.spans:
+                want.setdefault(scored.metric, set()).update(range(sp.start, sp.end))
         for gold in row.record.metadata.get("spans", []):
             want.setdefault("gold", set()).update(range(gold["start"], gold["end"]))
         assert marked_chars(answer) == want

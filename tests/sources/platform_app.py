@@ -28,7 +28,7 @@ def run_requests(callbacks: list[Any], metadata: Callable[[int], dict[str, Any]]
     """Run the five requests with ``callbacks``, RAG request i with ``metadata(i)``; return the
     question, documents and answer each RAG request used."""
     used = []
-    for i, (question, answer) in enumerate(zip(QUESTIONS, ANSWERS)):
+    for i, (question, answer) in enumerate(zip(QUESTIONS, ANSWERS, strict=True)):
         documents = retrieved(question)
         config = {"callbacks": callbacks, "metadata": metadata(i)}
         used.append((question, documents, rag_chain(answer, retriever=vector_retriever(k=2)).invoke(question, config=config)))

@@ -42,7 +42,7 @@ def store(tmp_path_factory) -> Iterator[dict]:
     documents = [retrieved(q) for q in QUESTIONS]
     mlflow.langchain.autolog()
     try:
-        for i, (question, answer) in enumerate(zip(QUESTIONS, ANSWERS)):
+        for i, (question, answer) in enumerate(zip(QUESTIONS, ANSWERS, strict=True)):
             retriever = vector_retriever(k=2)
             started = datetime.now(timezone.utc)
             chain = rag_chain(answer, retriever=retriever)
@@ -81,7 +81,7 @@ def test_the_source_reconstructs_what_the_app_used(store) -> None:
     assert [(r.question, r.contexts, r.answer) for r in records] == [
         (run["question"], run["documents"], run["answer"]) for run in store["runs"]]
     assert records[0].contexts == [CORPUS[0].page_content, CORPUS[3].page_content]  # what k=2 retrieved
-    for record, run in zip(records, store["runs"]):
+    for record, run in zip(records, store["runs"], strict=True):
         assert record.id == run["trace"] and record.trace_links == {"mlflow": run["trace"]}
         assert record.trace_id == run["trace"].removeprefix("tr-")  # MLflow's ids keep the OTel trace id
         assert len(record.span_id) == 16

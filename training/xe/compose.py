@@ -153,7 +153,7 @@ def compose(pairs: list[dict], language: str, count: int, rng: random.Random, se
         cuts = sorted(rng.sample(range(1, len(passages)), min(len(passages) - 1, rng.randint(0, 2))))
         joiner = "" if language == "zh" else " "
         contexts = [joiner.join(sentence_of(t, language) for t in passages[a:b])
-                    for a, b in zip([0, *cuts], [*cuts, len(passages)])]
+                    for a, b in zip([0, *cuts], [*cuts, len(passages)], strict=False)]
         answer, spans = assemble([(sentence_of(p["hypothesis"], language), bad) for p, bad in chosen], language, rng)
         out.append({"id": f"compose-{seed_id}-{language}-{n}", "source": f"pairs/{dataset}", "language": language,
                     "question": None, "contexts": contexts, "answer": answer, "label": int(hallucinated),
@@ -221,7 +221,7 @@ def factscore_responses(bios: list[dict], heldout: bool) -> list[dict]:
             best = max(range(len(sentences)), key=lambda i: overlap[i])
             if overlap[best] and fact["label"] == 1:
                 bad[best] = True
-        spans = [[s.start, s.end] for s, b in zip(sentences, bad) if b]
+        spans = [[s.start, s.end] for s, b in zip(sentences, bad, strict=False) if b]
         out.append({"id": bio["id"], "source": "factscore/response", "language": "en",
                     "question": f"Tell me a bio of {bio['premise'].split(chr(10))[0].split('(')[0].strip()[:60]}.",
                     "contexts": premise_passages(bio["premise"]), "answer": bio["response"],

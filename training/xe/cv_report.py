@@ -63,7 +63,7 @@ def span_chars(spans: list[tuple[int, int]], n: int) -> np.ndarray:
 
 
 def token_spans(starts: np.ndarray, ends: np.ndarray, p: np.ndarray, threshold: float) -> list[tuple[int, int]]:
-    return [(int(s), int(e)) for s, e, q in zip(starts, ends, p) if q >= threshold]
+    return [(int(s), int(e)) for s, e, q in zip(starts, ends, p, strict=False) if q >= threshold]
 
 
 def write_reliability_svg(labels: np.ndarray, scores: np.ndarray, path: Path) -> None:
@@ -114,7 +114,9 @@ def main(argv: list[str] | None = None) -> int:
             gold = span_chars([(s["start"], s["end"]) for s in row["spans"]], n)
             flagged = span_chars(token_spans(np.asarray(pred["starts"])[scored], np.asarray(pred["ends"])[scored],
                                              probs[i], t), n)
-            gold_total += int(gold.sum()); pred_total += int(flagged.sum()); hit += int((gold & flagged).sum())
+            gold_total += int(gold.sum())
+            pred_total += int(flagged.sum())
+            hit += int((gold & flagged).sum())
     sp, sr = hit / max(1, pred_total), hit / max(1, gold_total)
     report["span_chars"] = {"precision": round(sp, 3), "recall": round(sr, 3), "f1": round(2 * sp * sr / max(1e-9, sp + sr), 3)}
     if args.old_scores:

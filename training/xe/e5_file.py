@@ -66,16 +66,21 @@ def read(path: Path | None = None, raw_q4: bool = False) -> E5File:
     (qk,) = ints("i")
     n_pieces, bos, eos, pad, unk = ints("5i")
     (bloblen,) = ints("Q")
-    offs = np.frombuffer(data, "<u4", n_pieces + 1, pos); pos += 4 * (n_pieces + 1)
-    scores = np.frombuffer(data, "<f4", n_pieces, pos).copy(); pos += 4 * n_pieces
-    blob = data[pos:pos + bloblen]; pos += bloblen
+    offs = np.frombuffer(data, "<u4", n_pieces + 1, pos)
+    pos += 4 * (n_pieces + 1)
+    scores = np.frombuffer(data, "<f4", n_pieces, pos).copy()
+    pos += 4 * n_pieces
+    blob = data[pos:pos + bloblen]
+    pos += bloblen
     pieces = [blob[offs[i]:offs[i + 1]].decode("utf-8") for i in range(n_pieces)]
     n_norm, nm_bytes = ints("iI")
     norm_map: dict[int, str] = {}
     p, end = pos, pos + nm_bytes
     for _ in range(n_norm):
-        cp, count = struct.unpack_from("<IB", data, p); p += 5
-        outs = struct.unpack_from(f"<{count}I", data, p); p += 4 * count
+        cp, count = struct.unpack_from("<IB", data, p)
+        p += 5
+        outs = struct.unpack_from(f"<{count}I", data, p)
+        p += 4 * count
         norm_map[cp] = "".join(map(chr, outs))
     assert p == end, "normalisation map size mismatch"
     pos = end
@@ -83,8 +88,10 @@ def read(path: Path | None = None, raw_q4: bool = False) -> E5File:
     directory = []
     for _ in range(ndir):
         (nl,) = ints("H")
-        name = data[pos:pos + nl].decode(); pos += nl
-        dtype = data[pos]; pos += 1
+        name = data[pos:pos + nl].decode()
+        pos += nl
+        dtype = data[pos]
+        pos += 1
         n, off, nbytes = ints("IQQ")
         directory.append((name, dtype, n, off, nbytes))
     shapes = {"emb.word": (VOC, H), "emb.pos": (MAXP, H), "emb.type": (TVS, H)}
@@ -93,7 +100,7 @@ def read(path: Path | None = None, raw_q4: bool = False) -> E5File:
                             ("fi.w", (FF, H)), ("fo.w", (H, FF))):
             shapes[f"l{layer}.{name}"] = shape
     tensors = {}
-    for name, dtype, n, off, nbytes in directory:
+    for name, _dtype, n, off, nbytes in directory:
         raw = data[off:off + nbytes]
         shape = shapes.get(name)
         if nbytes == 4 * n:  # fp32

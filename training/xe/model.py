@@ -66,7 +66,8 @@ def from_pruned(config: dict, tensors: dict[str, np.ndarray], layers: int) -> Cr
         model.word.weight.copy_(t["emb.word"])
         model.pos.weight.copy_(t["emb.pos"])
         model.type_emb.copy_(t["emb.type"].reshape(-1, config["hidden"])[0])
-        model.ln.weight.copy_(t["emb.ln.w"]); model.ln.bias.copy_(t["emb.ln.b"])
+        model.ln.weight.copy_(t["emb.ln.w"])
+        model.ln.bias.copy_(t["emb.ln.b"])
         for i, layer in enumerate(model.layers):
             for name in ("q", "k", "v", "ao", "fi", "fo"):
                 getattr(layer, name).weight.copy_(t[f"l{i}.{name}.w"])

@@ -130,7 +130,7 @@ def scores_of(model, records: tuple[list[dict], list], pad_id: int, device: str,
     meta, items = records
     probabilities = xe_train.token_probabilities(model, [it[0] for it in items], pad_id, device)
     out = []
-    for m, (item, claim_of, starts, ends, claims), p in zip(meta, items, probabilities):
+    for m, (_item, claim_of, starts, ends, claims), p in zip(meta, items, probabilities, strict=False):
         scored = claim_of >= 0
         row = {"id": m["id"], "label": m["label"], "language": m.get("language"),
                "score": round(aggregate.answer_probability(aggregate.claim_probabilities(p, claim_of, claims)), 5),
@@ -187,7 +187,7 @@ def train_variant(work: Path, variant: str, args) -> None:
     pad = tokenizer.pad_id
     keep = VARIANTS[variant]
     base_meta, base_items = data["base"]
-    kept = [(m, it) for m, it in zip(base_meta, base_items) if it is not None and keep(m["source"])]
+    kept = [(m, it) for m, it in zip(base_meta, base_items, strict=False) if it is not None and keep(m["source"])]
     items = [it for _, it in kept]
     result: dict = {"variant": variant, "tag": args.tag or variant, "layers": args.layers, "base_examples": len(items), "mix": _mix([m for m, _ in kept])}
     print(json.dumps(result), flush=True)
@@ -207,7 +207,7 @@ def train_variant(work: Path, variant: str, args) -> None:
     print(json.dumps({"variant": variant, "base_summary": result["base_summary"]}), flush=True)
 
     rag_meta, rag_items = data["ragtruth"]
-    rag = [(m, it) for m, it in zip(rag_meta, rag_items) if it is not None]
+    rag = [(m, it) for m, it in zip(rag_meta, rag_items, strict=False) if it is not None]
     rng = random.Random(args.seed)
     oof = []
     eval_rag_meta, eval_rag_items = data["eval/ragtruth_qa_dev"]

@@ -94,7 +94,9 @@ def batch_logits(model, batch: list[Item], pad_id: int, device: torch.device) ->
         firsts.append(offset)
         for w in it.windows:
             n = len(w.answer_tokens)
-            rows.append(np.full(n, row)); cols.append(w.answer_offset + np.arange(n)); flat.append(offset + w.answer_tokens)
+            rows.append(np.full(n, row))
+            cols.append(w.answer_offset + np.arange(n))
+            flat.append(offset + w.answer_tokens)
             row += 1
         offset += it.answer_tokens
     autocast = torch.autocast(device.type, dtype=torch.bfloat16)
@@ -167,7 +169,7 @@ def train(model, items: list[Item], *, epochs: float, lr: float, seed: int, toke
             total = min(total, step + int((time_budget - (time.time() - started)) / per_step))
         progress = step / total
         scale = min(progress / warmup, (1 - progress) / (1 - warmup))
-        for group, lr0 in zip(optimizer.param_groups, base_lrs):
+        for group, lr0 in zip(optimizer.param_groups, base_lrs, strict=False):
             group["lr"] = lr0 * max(scale, 0.0)
         batch = plan[step]
         tokens, item_of, _ = batch_logits(model, batch, pad_id, device)
@@ -202,14 +204,14 @@ def token_probabilities(model, items: list[Item], pad_id: int, device: str | tor
     index = sorted(range(len(items)), key=lambda i: max((len(w.ids) for w in items[i].windows), default=0))
     chunk: list[int] = []
     rows = 0
-    for position, i in enumerate(index + [None]):  # type: ignore[operator]
+    for i in [*index, None]:  # None: the end, which scores the last chunk
         if i is not None and not items[i].windows:
             out[i] = np.zeros(0, dtype=np.float32)
             continue
         if chunk and (i is None or (rows + len(items[i].windows)) * 512 > token_budget):
             tokens, item_of, firsts = batch_logits(model, [items[j] for j in chunk], pad_id, device)
             p = torch.sigmoid(tokens).cpu().numpy()
-            for j, first in zip(chunk, firsts):
+            for j, first in zip(chunk, firsts, strict=False):
                 out[j] = p[first:first + items[j].answer_tokens]
             chunk, rows = [], 0
         if i is not None:

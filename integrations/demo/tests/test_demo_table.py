@@ -52,7 +52,7 @@ def columns(lines: list[str]) -> dict[str, list[str]]:
         if cells[0].strip():
             current = cells[0].strip()
             rows[current] = [[] for _ in cells]
-        for parts, cell in zip(rows[current], cells):
+        for parts, cell in zip(rows[current], cells, strict=True):
             parts.append(cell.strip())
     return {key: [" ".join(" ".join(parts).split()) for parts in cells] for key, cells in rows.items()}
 

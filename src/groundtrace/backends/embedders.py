@@ -49,10 +49,10 @@ class Embedder:
                 self._cache.move_to_end(k)
         todo = list(dict.fromkeys(k for k in keys if k not in found))
         if todo:
-            text_of = dict(zip(keys, texts))
+            text_of = dict(zip(keys, texts, strict=True))
             fresh = self._embed_windowed([text_of[k] for k in todo])
             with self._lock:
-                for k, row in zip(todo, fresh):
+                for k, row in zip(todo, fresh, strict=True):
                     found[k] = row
                     self._cache[k] = row
                 while len(self._cache) > self._cache_size:

@@ -31,7 +31,7 @@ class Encoding:
         """Tokens that hold a letter or digit of ``text``: punctuation alone states nothing, and the
         model's probability on a sentence's closing mark is noise (a full stop scored 0.59 after a
         verbatim copy), so claims and spans read only these."""
-        return np.array([any(ch.isalnum() for ch in text[s:e]) for s, e in zip(self.starts, self.ends)], dtype=bool)
+        return np.array([any(ch.isalnum() for ch in text[s:e]) for s, e in zip(self.starts, self.ends, strict=True)], dtype=bool)
 
 
 class XETokenizer:

@@ -72,6 +72,6 @@ def pad_batch(windows: list[Window], pad_id: int) -> tuple[np.ndarray, np.ndarra
 def answer_minimum(windows: list[Window], window_values: list[np.ndarray], n_answer: int) -> np.ndarray:
     """Per answer token, the minimum over the windows that read it (logits or probabilities)."""
     out = np.full(n_answer, np.inf)
-    for w, values in zip(windows, window_values):
+    for w, values in zip(windows, window_values, strict=True):
         np.minimum.at(out, w.answer_tokens, values[w.answer_offset:w.answer_offset + len(w.answer_tokens)])
     return out

@@ -81,7 +81,7 @@ class GroundingMetric(Metric):
             reason=_reason(value, claims, claim_p, spans, self.threshold, span_threshold),
             spans=spans,
             details={
-                "claims": [_claim_detail(c, p) for c, p in zip(claims, claim_p)],
+                "claims": [_claim_detail(c, p) for c, p in zip(claims, claim_p, strict=True)],
                 "windows": scores.windows,
                 "model": model_card().get("version", "grounding"),
             },

@@ -30,12 +30,12 @@ def chosen(metrics: Sequence[Metric], selection: str | None) -> list[Metric]:
 def score_items(evaluator: Evaluator, items: Sequence[Any], selections: Sequence[str | None],
                 io_concurrency: int = 16) -> list[ScoredRecord]:
     per_item = [chosen(evaluator.metrics, s) for s in selections]
-    results = [evaluator.score_one(item, [m for m in ms if not m.waits_on_io]) for item, ms in zip(items, per_item)]
+    results = [evaluator.score_one(item, [m for m in ms if not m.waits_on_io]) for item, ms in zip(items, per_item, strict=True)]
     waiting = [(i, m) for i, ms in enumerate(per_item) for m in ms if m.waits_on_io]
     if waiting:
         io_scores = asyncio.run(_gather(items, waiting, io_concurrency))
         extra: dict[int, list[Score]] = {}
-        for (i, _), score in zip(waiting, io_scores):
+        for (i, _), score in zip(waiting, io_scores, strict=True):
             extra.setdefault(i, []).append(score)
         for i, ms in enumerate(per_item):
             if i in extra:  # back into the metrics' order
@@ -75,4 +75,4 @@ class BatchScorer:
         items = [decode(text) for text in batch["item"]]
         scored = score_items(self.evaluator, items, list(batch["select"]), self.io_concurrency)
         return {"position": batch["position"], "key": batch["key"],
-                "scored": [row.model_copy(update={"id": str(key)}).model_dump_json() for row, key in zip(scored, batch["key"])]}
+                "scored": [row.model_copy(update={"id": str(key)}).model_dump_json() for row, key in zip(scored, batch["key"], strict=True)]}

@@ -70,7 +70,7 @@ def histogram(values: Sequence[float], flagged: Sequence[bool], threshold: float
     bars = [
         Bar(float(lo), float(hi), int(n), int(f), frame.x(lo), round(frame.x(hi) - frame.x(lo) - 1, 2),
             frame.y(n / top), frame.y(f / top))
-        for lo, hi, n, f in zip(edges[:-1], edges[1:], counts, flagged_counts) if n
+        for lo, hi, n, f in zip(edges[:-1], edges[1:], counts, flagged_counts, strict=True) if n
     ]
     inside = threshold is not None and 0.0 <= threshold <= 1.0
     return Histogram(frame, bars, top, frame.x(threshold) if inside else None)

@@ -68,7 +68,7 @@ def record_view(index: int, row: ScoredRecord, metrics: Sequence[str], gold: Gol
         language=record.language or next((s.details["language"] for s in row.scores
                                           if isinstance(s.details.get("language"), str)), None),
         answer=segment(record.answer or "", answer_marks),
-        contexts=[segment(text, marks) for text, marks in zip(contexts, context_marks(contexts, row.scores))],
+        contexts=[segment(text, marks) for text, marks in zip(contexts, context_marks(contexts, row.scores), strict=True)],
         cells=[row.score(name) for name in metrics],
         gold=gold,
         latency_ms=total_latency_ms(row),

@@ -46,7 +46,7 @@ def render_report(rows: Sequence[ScoredRecord], *, labelled: Mapping[str, Mappin
 def _page(rows: Sequence[ScoredRecord], labelled: Mapping[str, Mapping[str, Any]] | None, source: str) -> tuple[str, int]:
     golds = [gold_of(row, labelled) for row in rows]
     metrics = metric_names(rows)
-    records = [record_view(i, row, metrics, gold) for i, (row, gold) in enumerate(zip(rows, golds))]
+    records = [record_view(i, row, metrics, gold) for i, (row, gold) in enumerate(zip(rows, golds, strict=True))]
     with_labels = sum(1 for g in golds if g is not None and g.label is not None)
     html = _environment().get_template("report.html.j2").render(
         source=source,

@@ -65,7 +65,7 @@ def metric_names(rows: Sequence[ScoredRecord]) -> list[str]:
 def summarize(rows: Sequence[ScoredRecord], golds: Sequence[Gold | None]) -> list[MetricSummary]:
     out = []
     for name in metric_names(rows):
-        pairs = [(r.score(name), g) for r, g in zip(rows, golds) if r.score(name) is not None]
+        pairs = [(r.score(name), g) for r, g in zip(rows, golds, strict=True) if r.score(name) is not None]
         scores = [s for s, _ in pairs]
         ok = [(s, g) for s, g in pairs if s.ok]
         values = [s.value for s, _ in ok]

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 def ngrams(tokens: Sequence[str], n: int) -> Counter:
     if n == 1:
         return Counter(tokens)
-    return Counter(zip(*(tokens[i:] for i in range(n))))
+    return Counter(zip(*(tokens[i:] for i in range(n)), strict=False))
 
 
 def orders(weights: Sequence[float]) -> int:

@@ -46,7 +46,7 @@ def load(name: str) -> tuple[str, str]:
     except FileNotFoundError:
         raise FileNotFoundError(f"judge prompt {name!r} is missing: expected {path}") from None
     parts = _PART.split(text)
-    sections = dict(zip(parts[1::2], (p.strip() for p in parts[2::2])))
+    sections = dict(zip(parts[1::2], (p.strip() for p in parts[2::2]), strict=True))
     if set(sections) != {"system", "user"}:
         raise ValueError(f"judge prompt {path} needs one '=== system ===' and one '=== user ===' section")
     return sections["system"], sections["user"]

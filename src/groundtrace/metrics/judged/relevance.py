@@ -80,7 +80,7 @@ class AnswerRelevance(JudgeMetric):
         if noncommittal:
             reason += f"; the judge found the answer noncommittal ({noncommittal:.0%} of samples), penalty {self.noncommittal_penalty:g}"
         return Result(value, reason, [], {
-            "questions": [{"question": q, "cosine": round(c, 6)} for q, c in zip(generated, cosines)],
+            "questions": [{"question": q, "cosine": round(c, 6)} for q, c in zip(generated, cosines, strict=True)],
             "similarity": similarity, "noncommittal": noncommittal, "embedder": self.embedder.name,
         })
 
