@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from groundtrace.classification import best_f1_threshold, confusion, roc_auc
 from groundtrace.engine import build_metrics
@@ -96,7 +97,7 @@ def fit_threshold(metric: Metric, items: Sequence[Labelled], engine: Mapping[str
     return _fitted_on(metric, [i.label for i in items], oriented(scores))
 
 
-def _fitted_on(metric: Metric, labels: Sequence[int], h: np.ndarray) -> float:
+def _fitted_on(metric: Metric, labels: ArrayLike, h: np.ndarray) -> float:
     ok = ~np.isnan(h)
     cut = best_f1_threshold(np.asarray(labels)[ok], h[ok])
     # predicted hallucinated when h >= cut; on the metric's scale that is value <= 1 - cut for a
@@ -265,7 +266,7 @@ def run_bench(
     results = {}
     for metric in build_metrics(metrics, options):
         cut, source = threshold, ("given" if threshold is not None else None)
-        if reference is not None:
+        if reference is not None and threshold_from is not None:
             cut = fit_threshold(metric, reference, engine, (options or {}).get(metric.name))
             source = f"F1-optimal on {Path(threshold_from).name}"
         tick = progress(metric.name, len(items)) if progress else None

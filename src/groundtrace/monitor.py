@@ -214,7 +214,7 @@ class Monitor:
     def excludes(metadata: Mapping[str, Any] | None) -> bool:
         """Whether metadata (a Record's, or a run's tags an integration reads when a request starts)
         asks to keep the request out of scoring: ``groundtrace_exclude`` (or ``groundtrace.exclude``)."""
-        return bool(metadata) and any(metadata.get(key) for key in EXCLUDE_KEYS)
+        return metadata is not None and any(metadata.get(key) for key in EXCLUDE_KEYS)
 
     @property
     def shows_raw_text(self) -> bool:

@@ -46,7 +46,7 @@ def load_mask(spec: str | Mask | None) -> Mask | None:
         raise ValueError(f"the mask {spec!r} cannot be loaded: {error}") from None
     if not callable(found):
         raise ValueError(f"the mask {spec!r} is a {type(found).__name__}, not a function")
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def chain_masks(*masks: Mask | None) -> Mask | None:

@@ -16,12 +16,19 @@ import subprocess
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import IO, Any
 
 from groundtrace.record import Record
 from groundtrace.score import Score
 
 _READY = "ready"
+
+
+def _pipe(stream: IO[str] | None) -> IO[str]:
+    """A pipe of the child, which is always started with stdin and stdout piped."""
+    if stream is None:
+        raise RuntimeError("the scoring process has no pipe")
+    return stream
 
 
 class ScoringProcess:
@@ -76,7 +83,7 @@ class ScoringProcess:
             proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             try:
-                proc.stdin.close()
+                _pipe(proc.stdin).close()
                 proc.wait(timeout=5)
             except Exception:
                 self._kill(proc)
@@ -85,10 +92,11 @@ class ScoringProcess:
     @staticmethod
     def _read_line(proc: subprocess.Popen[str], timeout: float) -> str | None:
         """The next line; "" when the child closed its output (it died); None on timeout."""
-        ready, _, _ = select.select([proc.stdout], [], [], timeout)
+        output = _pipe(proc.stdout)
+        ready, _, _ = select.select([output], [], [], timeout)
         if not ready:
             return None
-        return proc.stdout.readline()
+        return output.readline()
 
     def score_many(self, records: Sequence[Record], metric_timeout_s: float,
                    errors: Sequence[Any]) -> list[list[Score]]:
@@ -108,8 +116,9 @@ class ScoringProcess:
     def _score_one(self, record: Record, budget: float, errors: Sequence[Any]) -> list[Score]:
         try:
             proc = self._process()
-            proc.stdin.write(record.model_dump_json() + "\n")
-            proc.stdin.flush()
+            requests = _pipe(proc.stdin)
+            requests.write(record.model_dump_json() + "\n")
+            requests.flush()
         except Exception as error:
             return [make(f"the scoring process failed: {error}", record.id) for make in errors]
         line = self._read_line(proc, budget)

@@ -56,7 +56,7 @@ class Tally:
         for score in row.scores:
             metric = self.metrics.setdefault(score.metric, MetricTally(score.higher_is_better))
             metric.records += 1
-            if score.ok:
+            if score.ok and score.value is not None:  # ok: a value and no error
                 metric.value_sum += score.value
                 metric.flagged += bool(score.hallucinated)
             else:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -53,7 +52,7 @@ def plugin_commands() -> dict[str, EntryPoint]:
     return {entry.name: entry for entry in entry_points(group=COMMANDS_GROUP)}
 
 
-def as_command(function: Any, name: str) -> click.Command:
+def as_command(function: Any, name: str) -> Any:
     single = typer.Typer(add_completion=False, pretty_exceptions_show_locals=False)
     single.command(name)(function)
     return typer.main.get_command(single)
@@ -61,13 +60,14 @@ def as_command(function: Any, name: str) -> click.Command:
 
 class CommandGroup(TyperGroup):
     """groundtrace's own commands, then those of the groundtrace.commands entry points (each imported only when
-    it runs or --help lists it), then placeholders naming the distribution to install."""
+    it runs or --help lists it), then placeholders naming the distribution to install. (The context and command
+    types are click's, which typer >= 0.22 vendors privately: Any here.)"""
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: Any) -> list[str]:
         names = super().list_commands(ctx)
         return names + [name for name in dict.fromkeys([*plugin_commands(), *PROVIDED_BY]) if name not in names]
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
         command = super().get_command(ctx, cmd_name)
         if command is not None:
             return command

@@ -207,6 +207,7 @@ def score_command(
             tally, summary = _backfill(source, metrics, output, workers, options, sinks, filters, rescore,
                                        parse_source_options(source_option), ray, keep=show)
         else:
+            assert input_path is not None  # one of the two, checked above
             tally = score_file(input_path, metrics, output, workers, options, sinks, ray, keep=show, schema=schema)
     except typer.BadParameter:
         raise

@@ -47,7 +47,7 @@ def synth_command(
                   + (f" and {stats.originals} originals" if with_originals else "")
                   + f" to {output}; {stats.unchanged} unchanged by the model, {stats.skipped} without answer or contexts, "
                   f"{stats.failed} failed")
-    for error in stats.errors:
-        console.print(f"[yellow]failed:[/yellow] {shown(error)}")
+    for failure in stats.errors:
+        console.print(f"[yellow]failed:[/yellow] {shown(failure)}")
     if stats.read and not stats.written:
         raise typer.Exit(1)

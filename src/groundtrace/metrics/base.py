@@ -6,7 +6,7 @@ import asyncio
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from groundtrace.record import InvalidRecord, Record, coerce_record, salvage_id
 from groundtrace.redaction import get_logger
@@ -21,6 +21,18 @@ _FIELD_HINTS = {
     "question": "the user's question",
     "reference": "a reference (gold) answer",
 }
+
+
+T = TypeVar("T")
+
+
+def needed(value: T | None) -> T:
+    """A field of the record that :meth:`Metric.check` found there, as its type: ``needed(record.answer)``
+    in a metric that lists ``answer`` in ``requires``. A field the metric does not list raises (which
+    :meth:`Metric.score` turns into an error Score naming the metric's bug)."""
+    if value is None:
+        raise ValueError("the metric reads a field of the record that its `requires` does not list")
+    return value
 
 
 @dataclass
@@ -125,16 +137,17 @@ class Metric:
             if getattr(record, name) is None:
                 hint = _FIELD_HINTS.get(name, name)
                 return f"the record has no '{name}' ({hint}), which metric '{self.name}' needs"
-        if "answer" in self.requires:
-            if not record.answer.strip():
+        answer, contexts = record.answer, record.contexts  # present where required (the loop above)
+        if "answer" in self.requires and answer is not None:
+            if not answer.strip():
                 return "the answer is empty: there is no text to score (did the application return nothing?)"
-            if len(record.answer) > self.max_answer_chars:
+            if len(answer) > self.max_answer_chars:
                 return (
-                    f"the answer has {len(record.answer):,} characters, more than this metric's limit of "
+                    f"the answer has {len(answer):,} characters, more than this metric's limit of "
                     f"{self.max_answer_chars:,}; raise max_answer_chars if this is intended"
                 )
-        if "contexts" in self.requires:
-            total = sum(map(len, record.contexts))
+        if "contexts" in self.requires and contexts is not None:
+            total = sum(map(len, contexts))
             if total > self.max_context_chars:
                 return (
                     f"the contexts have {total:,} characters, more than this metric's limit of "

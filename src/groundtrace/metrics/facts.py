@@ -20,7 +20,7 @@ from typing import Literal
 import numpy as np
 
 from groundtrace.backends.embedders import Embedder, get_embedder
-from groundtrace.metrics.base import Metric, Result
+from groundtrace.metrics.base import Metric, Result, needed
 from groundtrace.record import Record
 from groundtrace.score import Span
 from groundtrace.text.facts import Fact, FactIndex, extract_facts, unique_by_key
@@ -77,21 +77,22 @@ class FactsMetric(Metric):
         return float(similarities.max() if self.similarity == "max" else similarities.mean())
 
     def compute(self, record: Record, language: str) -> Result:
-        contexts = [c for c in record.contexts if c.strip()]
-        answer_facts = extract_facts(record.answer, language)
+        answer = needed(record.answer)
+        contexts = [c for c in needed(record.contexts) if c.strip()]
+        answer_facts = extract_facts(answer, language)
         f_o = unique_by_key(answer_facts)
         if not contexts:
             spans = [_span(f) for f in answer_facts]
             return Result(1.0, "no contexts were retrieved, so nothing in the answer is supported", spans,
                           {"S_c": None, "E_f": 1.0, "hallucinated_facts": [f.text for f in f_o], "missing_facts": []})
 
-        s_c = self.concept_score(record.answer, contexts)
+        s_c = self.concept_score(answer, contexts)
         context = _context_index("\n\n".join(contexts), language)
         f_h = [f for f in f_o if not context.supports(f)]
         f_c = unique_by_key(context.facts)
         f_m: list[Fact] = []
         if self.mode == "seed":
-            answer_index = FactIndex.build(record.answer, language, answer_facts)
+            answer_index = FactIndex.build(answer, language, answer_facts)
             f_m = [f for f in f_c if not answer_index.supports(f)]
             if not f_o:
                 e_f = 1.0 if f_c else 0.0

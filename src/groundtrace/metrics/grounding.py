@@ -25,7 +25,7 @@ import numpy as np
 from groundtrace.detector.aggregate import answer_probability, claim_probability
 from groundtrace.detector.claims import Claim, split_claims
 from groundtrace.detector.crossencoder import MODEL_DIR, CrossEncoder, TokenScores, shared_crossencoder
-from groundtrace.metrics.base import Metric, Result
+from groundtrace.metrics.base import Metric, Result, needed
 from groundtrace.record import Record
 from groundtrace.score import Span
 
@@ -60,22 +60,23 @@ class GroundingMetric(Metric):
         self.model = model or shared_crossencoder(threads)
 
     def compute(self, record: Record, language: str) -> Result:
-        contexts = [c for c in record.contexts if c.strip()]
-        claims = split_claims(record.answer, language)
+        answer = needed(record.answer)
+        contexts = [c for c in needed(record.contexts) if c.strip()]
+        claims = split_claims(answer, language)
         if not claims:
             return Result(0.0, "the answer has no claims to check", details={"claims": []})
         if not contexts:
             spans = [Span(start=c.start, end=c.end, text=c.text, label="unsupported", score=1.0) for c in claims]
             return Result(1.0, "no contexts were retrieved, so nothing in the answer is supported", spans,
                           {"claims": [_claim_detail(c, 1.0) for c in claims]})
-        scores = self.model.score(record.question, contexts, record.answer)
-        words = scores.encoding.word_tokens(record.answer)
+        scores = self.model.score(record.question, contexts, answer)
+        words = scores.encoding.word_tokens(answer)
         noisy_or = model_card().get("aggregation") == NOISY_OR
         claim_p = [_claim_probability(scores, c, words, noisy_or) for c in claims]
         value = answer_probability(claim_p) if noisy_or else max(claim_p)
         # spans read token probabilities: a card measured with another aggregation fits their threshold apart
         span_threshold = float(model_card().get("span_threshold", self.threshold))
-        spans = _spans(record.answer, scores, span_threshold, claims, words)
+        spans = _spans(answer, scores, span_threshold, claims, words)
         return Result(
             value=value,
             reason=_reason(value, claims, claim_p, spans, self.threshold, span_threshold),
@@ -108,13 +109,13 @@ def _spans(answer: str, scores: TokenScores, threshold: float, claims: list[Clai
     enc, p = scores.encoding, scores.p_unsupported
     flagged = (p >= threshold) & _in_claims(enc.starts, enc.ends, claims) & words
     runs: list[list[int]] = []  # [start, end, first token, last token]
-    for i in np.flatnonzero(flagged):
+    for i in np.flatnonzero(flagged).tolist():
         s, e = int(enc.starts[i]), int(enc.ends[i])
         if runs and not answer[runs[-1][1]:s].strip():
             runs[-1][1], runs[-1][3] = max(runs[-1][1], e), i
         else:
             runs.append([s, e, i, i])
-    spans = []
+    spans: list[Span] = []
     for s, e, first, last in runs:
         while s > 0 and answer[s - 1].isalnum() and not _is_cjk(answer[s - 1]):
             s -= 1

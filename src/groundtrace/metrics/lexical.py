@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
-from groundtrace.metrics.base import Metric, Result
+from groundtrace.metrics.base import Metric, Result, needed
 from groundtrace.record import Record
 from groundtrace.score import Span
 from groundtrace.text.bleu import NgramCounts, bleu, orders
@@ -60,10 +60,11 @@ class LexicalMetric(Metric):
         return {w for w in words if len(w) >= floor and w not in stop}
 
     def compute(self, record: Record, language: str) -> Result:
-        answer_terms: list[Token] = terms(record.answer, language)
+        answer = needed(record.answer)
+        answer_terms: list[Token] = terms(answer, language)
         answer_words = [t.text for t in answer_terms]
         max_n = orders(self.bleu_weights)
-        contexts = [_context_terms(c, language, max_n) for c in record.contexts if c.strip()]
+        contexts = [_context_terms(c, language, max_n) for c in needed(record.contexts) if c.strip()]
         answer_counts = NgramCounts(answer_words, max_n)
 
         k_o = self.keywords(answer_words, language)
@@ -76,7 +77,7 @@ class LexicalMetric(Metric):
         p = len(unexpected) / (len(k_o) + 1e-6) if unexpected else 0.0
         h = max((self.bleu_weight * b + self.keyword_weight * j) * (1.0 - p), 0.0)
 
-        spans = [Span(start=t.start, end=t.end, text=record.answer[t.start : t.end], label="unexpected word")
+        spans = [Span(start=t.start, end=t.end, text=answer[t.start : t.end], label="unexpected word")
                  for t in answer_terms if t.text in unexpected]
         return Result(
             value=h,

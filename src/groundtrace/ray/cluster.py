@@ -29,7 +29,7 @@ def connect(address: str | None, what: str = "the ray engine") -> Any:
     ray = import_ray(what)
     if ray.is_initialized():
         return ray
-    if (address or "").strip().lower() in LOCAL:
+    if address is None or address.strip().lower() in LOCAL:
         ray.init(num_cpus=os.cpu_count() or 1, include_dashboard=False, log_to_driver=False)
     else:
         check_reachable(address)

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from groundtrace.classification import reliability, roc_auc, roc_curve
 
@@ -72,8 +73,8 @@ def histogram(values: Sequence[float], flagged: Sequence[bool], threshold: float
             frame.y(n / top), frame.y(f / top))
         for lo, hi, n, f in zip(edges[:-1], edges[1:], counts, flagged_counts, strict=True) if n
     ]
-    inside = threshold is not None and 0.0 <= threshold <= 1.0
-    return Histogram(frame, bars, top, frame.x(threshold) if inside else None)
+    marker = frame.x(threshold) if threshold is not None and 0.0 <= threshold <= 1.0 else None
+    return Histogram(frame, bars, top, marker)
 
 
 @dataclass
@@ -83,7 +84,7 @@ class Roc:
     auc: float | None
 
 
-def roc_plot(labels: Sequence[int], hallucination: Sequence[float]) -> Roc | None:
+def roc_plot(labels: ArrayLike, hallucination: ArrayLike) -> Roc | None:
     """The ROC curve of hallucination-oriented scores; None unless both classes are present."""
     y, h = np.asarray(labels, dtype=bool), np.asarray(hallucination, dtype=float)
     if y.all() or not y.any():
@@ -108,11 +109,12 @@ class Reliability:
     line: str = ""
 
 
-def reliability_plot(labels: Sequence[int], hallucination: Sequence[float], bins: int = 10) -> Reliability | None:
+def reliability_plot(labels: ArrayLike, hallucination: ArrayLike, bins: int = 10) -> Reliability | None:
     """Observed hallucination rate against the mean score per bin; dot area grows with the bin's size."""
-    if not len(labels):
+    y = np.asarray(labels)
+    if not len(y):
         return None
-    table = reliability(np.asarray(labels), np.asarray(hallucination), bins)
+    table = reliability(y, np.asarray(hallucination), bins)
     largest = max(b["n"] for b in table)
     dots = [Dot(SQUARE.x(b["mean_score"]), SQUARE.y(b["observed_rate"]), round(2.5 + 5.5 * (b["n"] / largest) ** 0.5, 2),
                 b["n"], b["mean_score"], b["observed_rate"]) for b in table]

@@ -65,10 +65,10 @@ def metric_names(rows: Sequence[ScoredRecord]) -> list[str]:
 def summarize(rows: Sequence[ScoredRecord], golds: Sequence[Gold | None]) -> list[MetricSummary]:
     out = []
     for name in metric_names(rows):
-        pairs = [(r.score(name), g) for r, g in zip(rows, golds, strict=True) if r.score(name) is not None]
+        pairs = [(s, g) for r, g in zip(rows, golds, strict=True) if (s := r.score(name)) is not None]
         scores = [s for s, _ in pairs]
         ok = [(s, g) for s, g in pairs if s.ok]
-        values = [s.value for s, _ in ok]
+        values = [s.value for s, _ in ok if s.value is not None]  # every one: ok means a value
         latency = [s.latency_ms for s in scores if s.latency_ms is not None]
         threshold = next((s.threshold for s in scores if s.threshold is not None), None)
         out.append(MetricSummary(
@@ -116,7 +116,7 @@ def slowest(rows: Sequence[ScoredRecord], count: int = 10) -> list[Slow]:
     for index, row in enumerate(rows):
         total = total_latency_ms(row)
         if total is not None:
-            slowest_metric = max((s for s in row.scores if s.latency_ms is not None), key=lambda s: s.latency_ms)
+            slowest_metric = max((s for s in row.scores if s.latency_ms is not None), key=lambda s: s.latency_ms or 0.0)
             timed.append(Slow(index, row.id, total, slowest_metric.metric))
     return heapq.nlargest(count, timed, key=lambda s: s.latency_ms)
 

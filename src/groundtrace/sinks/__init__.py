@@ -117,9 +117,10 @@ def check_sink(sink: Any) -> Any:
 def build_sinks(spec: Sequence[Any] | str | None, settings: Settings | None = None) -> list[Any]:
     """Sink instances from names (configured from ``settings``, else the environment) or instances."""
     spec = _names(spec)
-    if settings is None and any(isinstance(s, str) for s in spec):
-        settings = Settings.from_env()
-    return [check_sink(_from_name(s, settings) if isinstance(s, str) else s) for s in spec]  # type: ignore[arg-type]
+    if not any(isinstance(s, str) for s in spec):
+        return [check_sink(s) for s in spec]
+    configured = settings if settings is not None else Settings.from_env()
+    return [check_sink(_from_name(s, configured) if isinstance(s, str) else s) for s in spec]
 
 
 # ------------------------------------------------------------ the optional parts of a sink, looked up safely

@@ -103,7 +103,7 @@ class LangSmithSink(Sink):
             raise missing_extra("langsmith", "the LangSmith sink", error) from None
         self._not_found = ls_utils.LangSmithNotFoundError
         self.client = client if client is not None else build_client(api_url, api_key, timeout_s)
-        self.project_name = project_name or ls_utils.get_tracer_project()
+        self.project_name: str = project_name or ls_utils.get_tracer_project() or "default"  # LangSmith's own default
         self.max_attempts = max(1, max_attempts)
         self._project_ids: dict[str, str] = {}
         self._lock = threading.Lock()

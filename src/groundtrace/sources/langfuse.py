@@ -119,18 +119,22 @@ class LangfuseSource(Source):
             roots = self._paged(lambda cursor: self.api.observations.get_many(
                 fields=ROOT_FIELDS, filter=where, limit=self.page_size, cursor=cursor))
             for root in roots:
-                observations = self._paged(lambda cursor, trace_id=root.trace_id: self.api.observations.get_many(
-                    trace_id=trace_id, fields=TRACE_FIELDS, limit=self.page_size, cursor=cursor))
-                views = [observation_view(o) for o in observations]
+                views = [observation_view(o) for o in self._observations_of(root.trace_id)]
                 for view in views:  # the trace's tags come with the root listing only
                     if view.span_id == root.id:
                         view.metadata = observation_view(root).metadata
-                scores = self._paged(lambda cursor, trace_id=root.trace_id: self.api.scores.get_many(
-                    trace_id=trace_id, source="API", fields="details", limit=100, cursor=cursor))
-                scored = [s.name for s in scores if is_groundtraces(s)]
+                scored = [s.name for s in self._scores_of(root.trace_id) if is_groundtraces(s)]
                 yield views + scored_views(root.trace_id, root.id, scored, root.start_time)
 
         yield from records_from_traces(traces(), self.spec, filters, self.stats)
+
+    def _observations_of(self, trace_id: str) -> Iterator[Any]:
+        return self._paged(lambda cursor: self.api.observations.get_many(
+            trace_id=trace_id, fields=TRACE_FIELDS, limit=self.page_size, cursor=cursor))
+
+    def _scores_of(self, trace_id: str) -> Iterator[Any]:
+        return self._paged(lambda cursor: self.api.scores.get_many(
+            trace_id=trace_id, source="API", fields="details", limit=100, cursor=cursor))
 
     def _paged(self, fetch: Callable[[str | None], Any]) -> Iterator[Any]:
         cursor = None

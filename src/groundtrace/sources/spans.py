@@ -198,7 +198,9 @@ def _document(item: Any) -> Document | None:
         if isinstance(value, Mapping):  # OpenInference: {"document": {"content": ..., "id": ...}}
             return _document(value)
         if isinstance(value, str) and value.strip():
-            metadata = item.get("metadata") if isinstance(item.get("metadata"), Mapping) else {}
+            metadata = item.get("metadata")
+            if not isinstance(metadata, Mapping):
+                metadata = {}
             raw_id = item.get("id") or item.get("id_") or metadata.get("id")
             score = item.get("score")
             return Document(value, None if raw_id is None else str(raw_id),

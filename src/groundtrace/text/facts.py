@@ -75,7 +75,7 @@ def extract_facts(text: str, language: str = "en", *, discover_names: bool = Tru
     for date in find_dates(text, language):
         kind: FactKind = "year" if date.key.isdigit() else "date"
         add(Fact(kind, date.key, text[date.start : date.end], date.start, date.end,
-                 value=float(date.year) if kind == "year" else None))
+                 value=float(date.year) if kind == "year" and date.year is not None else None))
     for name in _names(text, language, discover_names):
         if free(name.start, name.end):
             add(name)
@@ -90,7 +90,7 @@ def extract_facts(text: str, language: str = "en", *, discover_names: bool = Tru
 
 def _is_reference(text: str, start: int) -> bool:
     before = _REFERENCE_BEFORE.search(text, max(0, start - 24), start)
-    return bool(before) and fold(before.group(1)) in _REFERENCE_WORDS
+    return before is not None and fold(before.group(1)) in _REFERENCE_WORDS
 
 
 def _is_list_marker(text: str, start: int, end: int) -> bool:
@@ -220,7 +220,7 @@ class FactIndex:
         if fact.kind == "date":
             return self._has_date(fact.key)
         # numbers and years: the same value with a compatible unit, or a date in that year
-        units = self.values.get(fact.value)  # type: ignore[arg-type]
+        units = self.values.get(fact.value) if fact.value is not None else None
         if units is not None and (fact.unit is None or None in units or fact.unit in units):
             return True
         return fact.unit is None and fact.value is not None and fact.value.is_integer() and int(fact.value) in self.years

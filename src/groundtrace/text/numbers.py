@@ -201,23 +201,20 @@ def find_dates(text: str, language: str = "en") -> list[Date]:
     return sorted(found, key=lambda d: d.start)
 
 
-def _group(m: re.Match[str], name: str) -> str | None:
-    return m.groupdict().get(name)
-
-
 def _date_from_match(m: re.Match[str], language: str) -> Date | None:
-    year = int(_group(m, "year")) if _group(m, "year") else None
+    found = {name: text for name, text in m.groupdict().items() if text}  # the named groups that matched
+    year = int(found["year"]) if "year" in found else None
     month: int | None = None
     day: int | None = None
-    if _group(m, "a"):  # n/n/yyyy: month first in English unless that cannot be
-        a, b = int(_group(m, "a")), int(_group(m, "b"))
+    if "a" in found:  # n/n/yyyy: month first in English unless that cannot be
+        a, b = int(found["a"]), int(found["b"])
         month, day = (a, b) if language == "en" and a <= 12 else (b, a)
     else:
-        if _group(m, "month_name"):
-            month = MONTHS[_group(m, "month_name").lower()]
-        elif _group(m, "month"):
-            month = int(_group(m, "month"))
-        day = int(_group(m, "day")) if _group(m, "day") else None
+        if "month_name" in found:
+            month = MONTHS[found["month_name"].lower()]
+        elif "month" in found:
+            month = int(found["month"])
+        day = int(found["day"]) if "day" in found else None
     if (month is not None and not 1 <= month <= 12) or (day is not None and not 1 <= day <= 31):
         return None
     if month is None and year is None:

@@ -124,7 +124,7 @@ def _write_report(scores_path: Path, labels: Path | None, console: Console) -> P
         return None
     path = scores_path.with_name("report.html")
     try:
-        write_report(scores_path, path, **({"labels": labels} if labels else {}))
+        write_report(scores_path, path, labels=labels)
     except Exception as error:  # noqa: BLE001 - the report is a bonus: the scores are already written
         console.print(f"[yellow]report.html was not written:[/yellow] {type(error).__name__}: {error}")
         return None

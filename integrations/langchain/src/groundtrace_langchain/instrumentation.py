@@ -23,7 +23,6 @@ from typing import Any
 
 from groundtrace.capture import Instrumentor
 from groundtrace.monitor import Monitor
-from groundtrace.privacy import Mask
 
 from groundtrace_langchain.handler import GroundtraceCallbackHandler
 
@@ -47,12 +46,13 @@ class LangChainInstrumentor(Instrumentor):
         self.slot = _HandlerSlot()
         self._hook_registered = False
 
-    def _install(self, monitor: Monitor, answer_key: str | None = None, mask: Mask | None = None) -> None:
-        handler = GroundtraceCallbackHandler(monitor=monitor, answer_key=answer_key, mask=mask)
+    def _install(self, monitor: Monitor, **hook_options: Any) -> None:
+        handler = GroundtraceCallbackHandler(monitor=monitor, **hook_options)  # answer_key, mask
         if not self._hook_registered:
             # imported here: it loads langsmith, which `import groundtrace_langchain` need not pay for
             from langchain_core.tracers.context import register_configure_hook
 
+            # the slot stands in for the ContextVar the hook expects: LangChain only calls its get()
             register_configure_hook(self.slot, inheritable=True, handle_class=GroundtraceCallbackHandler)  # type: ignore[arg-type]
             self._hook_registered = True
         self.slot.handler = handler

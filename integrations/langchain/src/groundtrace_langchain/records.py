@@ -27,7 +27,7 @@ class NothingToScore(Exception):
 
 
 def _root_metadata(root: RootRun) -> dict[str, Any]:
-    metadata = {"source": SOURCE, "run_name": root.name, "tags": list(root.tags),
+    metadata: dict[str, Any] = {"source": SOURCE, "run_name": root.name, "tags": list(root.tags),
                 "run_metadata": scalar_metadata(root.metadata)}
     if root.excluded:  # the run's own flag, where the Monitor reads it: counted there, never scored
         metadata["groundtrace_exclude"] = True
@@ -51,12 +51,10 @@ def build_record(root: RootRun, outputs: Any, end_inputs: Any, answer_key: str |
     or when there is no answer (a stream closed before its first chunk, a chain returning None)."""
     # a streamed root starts with a placeholder input; its end event carries the real one
     inputs = end_inputs if end_inputs is not None else root.inputs
-    if root.retrievals:
-        documents: list[Document | str] = list(unique_documents(root.retrievals.values()))
-    else:
-        documents = contexts_from_values(outputs, inputs)
-        if documents is None:
-            raise NothingToScore("retrieved nothing")
+    documents: list[Document | str] | None = list(unique_documents(root.retrievals.values())) if root.retrievals \
+        else contexts_from_values(outputs, inputs)
+    if documents is None:
+        raise NothingToScore("retrieved nothing")
     answer = answer_from_output(outputs, answer_key)
     if answer is None:
         answer = generation_text(root.llm_response)

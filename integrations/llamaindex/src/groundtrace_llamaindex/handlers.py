@@ -45,7 +45,8 @@ class GroundtraceSpanHandler(BaseSpanHandler[BaseSpan]):
                  parent_span_id: str | None = None, tags: dict[str, Any] | None = None,
                  **kwargs: Any) -> BaseSpan | None:
         try:
-            self.tracker.span_started(id_, parent_span_id, bound_args.arguments, tags)
+            if self.tracker is not None:  # set by __init__
+                self.tracker.span_started(id_, parent_span_id, bound_args.arguments, tags)
         except Exception:
             log.debug("groundtrace: span start %s failed", id_, exc_info=True)
         return None
@@ -53,7 +54,8 @@ class GroundtraceSpanHandler(BaseSpanHandler[BaseSpan]):
     def prepare_to_exit_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
                              result: Any = None, **kwargs: Any) -> BaseSpan | None:
         try:
-            self.tracker.span_exited(id_, instance, result)
+            if self.tracker is not None:  # set by __init__
+                self.tracker.span_exited(id_, instance, result)
         except Exception:
             log.debug("groundtrace: span exit %s failed", id_, exc_info=True)
         return None
@@ -61,22 +63,21 @@ class GroundtraceSpanHandler(BaseSpanHandler[BaseSpan]):
     def prepare_to_drop_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
                              err: BaseException | None = None, **kwargs: Any) -> BaseSpan | None:
         try:
-            self.tracker.span_dropped(id_, instance, err)
+            if self.tracker is not None:  # set by __init__
+                self.tracker.span_dropped(id_, instance, err)
         except Exception:
             log.debug("groundtrace: span drop %s failed", id_, exc_info=True)
         return None
 
     def close(self) -> None:
-        self.tracker.close()
+        if self.tracker is not None:
+            self.tracker.close()
 
 
 class GroundtraceEventHandler(BaseEventHandler):
-    """Passes the events that carry a question, nodes or an answer to the tracker."""
+    """Passes the events that carry a question, nodes or an answer to the tracker: ``GroundtraceEventHandler(tracker=...)``."""
 
     tracker: RootTracker = Field(exclude=True)
-
-    def __init__(self, tracker: RootTracker) -> None:
-        super().__init__(tracker=tracker)
 
     @classmethod
     def class_name(cls) -> str:

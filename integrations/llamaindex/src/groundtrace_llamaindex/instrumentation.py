@@ -26,9 +26,9 @@ class LlamaIndexInstrumentor(Instrumentor):
         super().__init__()
         self.handlers: tuple[GroundtraceSpanHandler, GroundtraceEventHandler] | None = None
 
-    def _install(self, monitor: Monitor, mask: Mask | None = None) -> None:
-        tracker = RootTracker(monitor, mask=mask)
-        span_handler, event_handler = GroundtraceSpanHandler(tracker), GroundtraceEventHandler(tracker)
+    def _install(self, monitor: Monitor, **hook_options: Any) -> None:
+        tracker = RootTracker(monitor, **hook_options)  # mask
+        span_handler, event_handler = GroundtraceSpanHandler(tracker), GroundtraceEventHandler(tracker=tracker)
         dispatcher = get_dispatcher()
         # new lists rather than in-place appends: a thread iterating the old list is not disturbed
         dispatcher.span_handlers = [*dispatcher.span_handlers, span_handler]
@@ -43,7 +43,7 @@ class LlamaIndexInstrumentor(Instrumentor):
         dispatcher = get_dispatcher()
         dispatcher.span_handlers = [h for h in dispatcher.span_handlers if h is not span_handler]
         dispatcher.event_handlers = [h for h in dispatcher.event_handlers if h is not event_handler]
-        span_handler.tracker.close()
+        span_handler.close()  # stops the tracker
 
 
 _instrumentor = LlamaIndexInstrumentor()

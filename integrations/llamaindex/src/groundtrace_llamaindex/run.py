@@ -97,8 +97,8 @@ class RootRun:
         entries = first_by_id(node_entries(response_nodes or self.retrieved))
         trace_ids = self.trace_ids
         if trace_ids is None and not self.excluded:
-            texts = (question, answer) if span_text else (None, None)
-            trace_ids = request_span(self.name, *texts, self.started_ns, time.time_ns())
+            shown: tuple[str | None, str | None] = (question, answer) if span_text else (None, None)
+            trace_ids = request_span(self.name, shown[0], shown[1], self.started_ns, time.time_ns())
         metadata: dict[str, Any] = {"nodes": [entry.summary() for entry in entries]}
         if self.excluded:
             metadata["groundtrace_exclude"] = True

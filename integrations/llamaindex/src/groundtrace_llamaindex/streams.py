@@ -8,10 +8,10 @@ A stream that is never started never calls back; it is simply collected with wha
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
 
 
-def follow_tokens(tokens: Iterator[str], on_end: Callable[[str | None], None]) -> Iterator[str]:
+def follow_tokens(tokens: Iterator[str], on_end: Callable[[str | None], None]) -> Generator[str, None, None]:
     parts: list[str] = []
     complete = False
     try:
@@ -23,7 +23,7 @@ def follow_tokens(tokens: Iterator[str], on_end: Callable[[str | None], None]) -
         on_end("".join(parts) if complete else None)
 
 
-async def follow_async_tokens(tokens: AsyncIterator[str], on_end: Callable[[str | None], None]) -> AsyncIterator[str]:
+async def follow_async_tokens(tokens: AsyncIterator[str], on_end: Callable[[str | None], None]) -> AsyncGenerator[str, None]:
     parts: list[str] = []
     complete = False
     try:

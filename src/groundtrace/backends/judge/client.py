@@ -160,7 +160,7 @@ class JudgeClient(StructuredOutput):
                 except (ValueError, ValidationError):
                     parsed = None  # the schema changed under an identical key; ask again
                 if parsed is not None and len(parsed) == n:
-                    return JudgeResult[schema](  # type: ignore[valid-type]
+                    return JudgeResult[schema](  # type: ignore[valid-type]  # parametrized at run time with the caller's schema
                         parsed=parsed, raw=hit["raw"], mode=hit["mode"], model=self.model, cached=True, requests=0,
                         cost=cost_of(self.model, hit["input_tokens"], hit["output_tokens"], self.prices),
                         latency_ms=(time.perf_counter() - started) * 1000,
@@ -183,7 +183,7 @@ class JudgeClient(StructuredOutput):
 
         if key is not None:
             self._cache_put(key, {"raw": raw_all, "mode": mode, "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens})
-        return JudgeResult[schema](  # type: ignore[valid-type]
+        return JudgeResult[schema](  # type: ignore[valid-type]  # parametrized at run time with the caller's schema
             parsed=parsed_all, raw=raw_all, mode=mode, model=self.model, cached=False, requests=usage.requests,
             cost=cost_of(self.model, usage.input_tokens, usage.output_tokens, self.prices),
             latency_ms=(time.perf_counter() - started) * 1000,

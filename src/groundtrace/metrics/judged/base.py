@@ -41,11 +41,11 @@ R = TypeVar("R")
 
 def add_costs(costs: Sequence[Cost]) -> Cost:
     """Tokens add up; dollars too, unless some call's model has no price (then None)."""
-    usd = [c.usd for c in costs]
+    priced = [c.usd for c in costs if c.usd is not None]
     return Cost(
         input_tokens=sum(c.input_tokens for c in costs),
         output_tokens=sum(c.output_tokens for c in costs),
-        usd=None if any(u is None for u in usd) else sum(usd),  # type: ignore[arg-type]
+        usd=sum(priced) if len(priced) == len(costs) else None,
     )
 
 

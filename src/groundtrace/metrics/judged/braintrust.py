@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from groundtrace.metrics.base import Result
+from groundtrace.metrics.base import Result, needed
 from groundtrace.metrics.judged.base import JudgeMetric, JudgeRun, clip, mean
 from groundtrace.record import Record
 from groundtrace.score import Span
@@ -58,17 +58,18 @@ class Factuality(JudgeMetric):
         self.choice_scores = scores
 
     def judge(self, record: Record, run: JudgeRun) -> Result:
+        answer = needed(record.answer)
         samples = run.ask("factuality", FactualityVerdict,
-                          {"question": record.question, "expert": record.reference, "submission": record.answer}, sample=True)
+                          {"question": record.question, "expert": record.reference, "submission": answer}, sample=True)
         value = mean([self.choice_scores[s.choice] for s in samples])
         choice, _ = Counter(s.choice for s in samples).most_common(1)[0]
         spans = []
         if self.choice_scores[choice] < 1.0:
             label = "disagrees with reference" if choice == "D" else "beyond reference"
             for excerpt in dict.fromkeys(e for s in samples for e in s.answer_excerpts):
-                where = locate(record.answer, excerpt)
+                where = locate(answer, excerpt)
                 if where is not None:
-                    spans.append(Span(start=where[0], end=where[1], text=record.answer[where[0]:where[1]], label=label))
+                    spans.append(Span(start=where[0], end=where[1], text=answer[where[0]:where[1]], label=label))
         reason = f"({choice}) {CHOICE_LABELS[choice]}: {clip(samples[0].reasoning, 300)}"
         return Result(value, reason, spans, {
             "choice": choice, "choices": [s.choice for s in samples], "choice_scores": self.choice_scores,
@@ -107,19 +108,19 @@ class NumericRater(JudgeMetric):
         self.reasoning = bool(reasoning)
 
     def judge(self, record: Record, run: JudgeRun) -> Result:
-        schema = ReasonedRating if self.reasoning else Rating
+        schema: type[ReasonedRating | Rating] = ReasonedRating if self.reasoning else Rating
         shape = ('Think step by step first. Reply with JSON: {"reasoning": "...", "rating": 7}' if self.reasoning
                  else 'Reply with JSON: {"rating": 7}')
         samples = run.ask("numeric_rater", schema, {
-            "question": record.question, "contexts": [c for c in record.contexts if c.strip()] or None,
+            "question": record.question, "contexts": [c for c in needed(record.contexts) if c.strip()] or None,
             "reference": record.reference, "answer": record.answer,
         }, params={"criteria": self.criteria, "shape": shape}, sample=True)
         ratings = [s.rating for s in samples]
         value = mean([(r - 1) / 9 for r in ratings])
         reason = f"rated {mean(ratings):g}/10"
-        if self.reasoning:
-            reason += f": {clip(samples[0].reasoning, 300)}"  # type: ignore[union-attr]
         details: dict[str, Any] = {"ratings": ratings, "criteria": self.criteria, "reasoning_asked": self.reasoning}
-        if self.reasoning:
-            details["reasoning"] = samples[0].reasoning  # type: ignore[union-attr]
+        first = samples[0]
+        if isinstance(first, ReasonedRating):  # asked for its reasoning
+            reason += f": {clip(first.reasoning, 300)}"
+            details["reasoning"] = first.reasoning
         return Result(value, reason, [], details)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from groundtrace.metrics.base import Result
+from groundtrace.metrics.base import Result, needed
 from groundtrace.metrics.judged.base import JudgeMetric, JudgeRun
 from groundtrace.metrics.judged.statements import extract, listed, verify
 from groundtrace.record import Record
@@ -59,10 +59,11 @@ class AnswerCompleteness(JudgeMetric):
 
     def judge(self, record: Record, run: JudgeRun) -> Result:
         language = run.language
-        keypoints = extract(run, record.reference, name="reference answer", question=record.question, prompt="keypoints")
-        checked = verify(run, keypoints, [record.answer], evidence_name="answer to be graded")
+        answer, reference = needed(record.answer), needed(record.reference)
+        keypoints = extract(run, reference, name="reference answer", question=record.question, prompt="keypoints")
+        checked = verify(run, keypoints, [answer], evidence_name="answer to be graded")
         coverage = sum(c.support for c in checked) / len(checked) if checked else 1.0
-        components = {"coverage": coverage, **density_components(record.answer, record.reference, language)}
+        components = {"coverage": coverage, **density_components(answer, reference, language)}
         value = sum(self.weights[k] * components[k] for k in self.weights) / sum(self.weights.values())
         missing = [c for c in checked if not c.supported]
         reason = (f"covers {len(checked) - len(missing)} of {len(checked)} key points of the reference; "

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from groundtrace.backends.embedders import Embedder, get_embedder
-from groundtrace.metrics.base import Result
+from groundtrace.metrics.base import Result, needed
 from groundtrace.metrics.judged.base import JudgeMetric, JudgeRun
 from groundtrace.metrics.judged.statements import extract, listed, point_at, verify
 from groundtrace.record import Record
@@ -51,7 +51,7 @@ class AnswerCorrectness(JudgeMetric):
         return float(np.clip(vectors[1] @ vectors[0], 0.0, 1.0))
 
     def judge(self, record: Record, run: JudgeRun) -> Result:
-        answer, reference, question = record.answer, record.reference, record.question
+        answer, reference, question = needed(record.answer), needed(record.reference), record.question
         answer_statements, reference_statements = run.parallel(
             lambda: extract(run, answer, name="answer", question=question),
             lambda: extract(run, reference, name="reference answer", question=question),

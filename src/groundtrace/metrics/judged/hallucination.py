@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from groundtrace.metrics.base import Result
+from groundtrace.metrics.base import Result, needed
 from groundtrace.metrics.judged.base import JudgeMetric, JudgeRun, clip, mean
 from groundtrace.metrics.judged.statements import (
     Checked,
@@ -43,6 +43,12 @@ class ContextVerdict(BaseModel):
 class ClaimVerdict(BaseModel):
     reason: str
     supported: Literal[0, 1] = Field(description="1 if some context supports this claim of the answer")
+
+
+# The shape of the reply; fixed_lists fixes its lengths per call (no docstring: the judge would see it).
+class HallucinationVerdicts(BaseModel):
+    context_verdicts: list[ContextVerdict]
+    claim_verdicts: list[ClaimVerdict]
 
 
 class Hallucination(JudgeMetric):
@@ -76,10 +82,10 @@ class Hallucination(JudgeMetric):
         return [s.text for passage in passages for s in split_sentences(passage)]
 
     def judge(self, record: Record, run: JudgeRun) -> Result:
-        answer = record.answer
+        answer = needed(record.answer)
         if not answer.strip():
             return Result(0.0, "the answer is empty: nothing in it can contradict the contexts", details={"claims": [], "contexts": []})
-        statements = self.context_statements(record.contexts)
+        statements = self.context_statements(needed(record.contexts))
         claims = extract(run, answer, name="answer", question=record.question)
         if not statements:
             checked = [Checked(c.statement, c.quote, 0.0, "no contexts were retrieved") for c in claims]
@@ -88,8 +94,7 @@ class Hallucination(JudgeMetric):
         else:
             samples = run.ask(
                 "hallucination",
-                fixed_lists("HallucinationVerdicts", context_verdicts=(ContextVerdict, len(statements)),
-                            claim_verdicts=(ClaimVerdict, len(claims))),
+                fixed_lists(HallucinationVerdicts, context_verdicts=len(statements), claim_verdicts=len(claims)),
                 {"contexts": statements, "answer": answer, "claims": [c.statement for c in claims]},
                 params={"context_count": len(statements), "claim_count": len(claims)}, sample=True,
             )

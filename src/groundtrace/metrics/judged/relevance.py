@@ -20,28 +20,28 @@ A sentence the judge "copied" that is in no context is reported, never counted.
 
 from __future__ import annotations
 
-from functools import cache
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field
 
 from groundtrace.backends.embedders import Embedder, get_embedder
-from groundtrace.metrics.base import Result
+from groundtrace.metrics.base import Result, needed
 from groundtrace.metrics.judged.base import JudgeMetric, JudgeRun, clip, mean
+from groundtrace.metrics.judged.statements import fixed_lists
 from groundtrace.record import Record
 from groundtrace.text.sentences import split_sentences
 from groundtrace.text.spans import normalised_text
 
 
-@cache
-def questions_schema(count: int) -> type[BaseModel]:
-    questions = Annotated[list[str], Field(min_length=count, max_length=count)]
-    return create_model(
-        "GeneratedQuestions",
-        questions=(questions, ...),
-        noncommittal=(Literal[0, 1], Field(description="1 if the answer is evasive, vague or noncommittal")),
-    )
+# The shape of the reply; questions_schema fixes the count (no docstring: the judge would see it).
+class GeneratedQuestions(BaseModel):
+    questions: list[str]
+    noncommittal: Literal[0, 1] = Field(description="1 if the answer is evasive, vague or noncommittal")
+
+
+def questions_schema(count: int) -> type[GeneratedQuestions]:
+    return fixed_lists(GeneratedQuestions, questions=count)
 
 
 class AnswerRelevance(JudgeMetric):
@@ -70,9 +70,9 @@ class AnswerRelevance(JudgeMetric):
     def judge(self, record: Record, run: JudgeRun) -> Result:
         samples = run.ask("answer_relevance", questions_schema(self.questions), {"answer": record.answer},
                           params={"count": self.questions}, sample=True)
-        generated = [q.strip() for s in samples for q in s.questions if q.strip()]  # type: ignore[attr-defined]
-        noncommittal = mean([s.noncommittal for s in samples])  # type: ignore[attr-defined]
-        vectors = self.embedder.embed([record.question, *generated])
+        generated = [q.strip() for s in samples for q in s.questions if q.strip()]
+        noncommittal = mean([s.noncommittal for s in samples])
+        vectors = self.embedder.embed([needed(record.question), *generated])
         cosines = [float(c) for c in vectors[1:] @ vectors[0]] if generated else []
         similarity = float(np.clip(mean(cosines), 0.0, 1.0))
         value = similarity * (1.0 - self.noncommittal_penalty * noncommittal)
@@ -100,7 +100,7 @@ class ContextRelevance(JudgeMetric):
     prompt_files = ("context_relevance",)
 
     def judge(self, record: Record, run: JudgeRun) -> Result:
-        passages = [c for c in record.contexts if c.strip()]
+        passages = [c for c in needed(record.contexts) if c.strip()]
         sentences = [s.text for p in passages for s in split_sentences(p)]
         if not sentences:
             return Result(0.0, "there are no context sentences: insufficient information", details={"sentences": 0})

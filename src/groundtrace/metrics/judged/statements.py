@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, create_model
 
@@ -42,14 +42,25 @@ class Verdict(BaseModel):
     verdict: Literal[0, 1] = Field(description="1 if the evidence supports the statement, else 0")
 
 
+# The shape of verify's reply; fixed_lists fixes its length per call. (No docstring: it would become the
+# schema's description, which the judge sees.)
+class Verdicts(BaseModel):
+    verdicts: list[Verdict]
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
 @cache
-def fixed_lists(model_name: str, **lists: tuple[type[BaseModel], int]) -> type[BaseModel]:
-    """A schema of lists of exact lengths: ``fixed_lists("Verdicts", verdicts=(Verdict, 4))``."""
+def fixed_lists(shape: type[M], **lengths: int) -> type[M]:
+    """``shape`` with each named list field of exactly its length: ``fixed_lists(Verdicts, verdicts=4)``.
+    The schema keeps ``shape``'s name and fields, so a reply is read as a ``shape``."""
     fields: dict[str, Any] = {
-        name: (Annotated[list[item], Field(min_length=count, max_length=count)], ...)  # type: ignore[valid-type]
-        for name, (item, count) in lists.items()
+        # the item type is the field's own, known only at run time
+        name: (Annotated[shape.model_fields[name].annotation, Field(min_length=count, max_length=count)], ...)
+        for name, count in lengths.items()
     }
-    return create_model(model_name, **fields)
+    return create_model(shape.__name__, __base__=shape, **fields)
 
 
 @dataclass
@@ -89,12 +100,11 @@ def verify(run: JudgeRun, statements: list[Statement], evidence: list[str], *, e
     evidence = [e for e in evidence if e.strip()]
     if not evidence:
         return [Checked(s.statement, s.quote, 0.0, no_evidence_reason) for s in statements]
-    schema = fixed_lists("Verdicts", verdicts=(Verdict, len(statements)))
-    samples = run.ask("verify", schema, {"evidence": evidence, "statements": [s.statement for s in statements]},
+    samples = run.ask("verify", fixed_lists(Verdicts, verdicts=len(statements)),
+                      {"evidence": evidence, "statements": [s.statement for s in statements]},
                       params={"count": len(statements), "evidence_name": evidence_name}, sample=True)
     return [
-        Checked(s.statement, s.quote, mean([sample.verdicts[i].verdict for sample in samples]),  # type: ignore[attr-defined]
-                samples[0].verdicts[i].reason)  # type: ignore[attr-defined]
+        Checked(s.statement, s.quote, mean([sample.verdicts[i].verdict for sample in samples]), samples[0].verdicts[i].reason)
         for i, s in enumerate(statements)
     ]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from groundtrace.metrics.base import Result
+from groundtrace.metrics.base import Result, needed
 from groundtrace.metrics.judged.base import JudgeMetric, JudgeRun
 from groundtrace.metrics.judged.statements import extract, listed, point_at, verify
 from groundtrace.record import Record
@@ -31,7 +31,7 @@ class ContextSupportShare(JudgeMetric):
         if not statements:
             return Result(self.no_statements_score, self.empty_reason.format(score=self.no_statements_score),
                           details={"statements": []})
-        checked = verify(run, statements, record.contexts, evidence_name="retrieved context",
+        checked = verify(run, statements, needed(record.contexts), evidence_name="retrieved context",
                          no_evidence_reason="no contexts were retrieved")
         missing = [c for c in checked if not c.supported]
         value = sum(c.support for c in checked) / len(checked)
