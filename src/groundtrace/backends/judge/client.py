@@ -11,6 +11,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, Self
 
@@ -190,19 +191,10 @@ class JudgeClient(StructuredOutput):
         )
 
     async def acomplete(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        schema: type[T],
-        *,
-        n: int = 1,
-        name: str | None = None,
-        temperature: float | None = None,
-        max_tokens: int | None = None,
-        seed: int | None = None,
+        self, messages: Sequence[Mapping[str, Any]], schema: type[T], **kwargs: Any
     ) -> JudgeResult[T]:
-        """:meth:`complete` in a worker thread; the concurrency limit still applies."""
-        return await asyncio.to_thread(self.complete, messages, schema, n=n, name=name, temperature=temperature,
-                                       max_tokens=max_tokens, seed=seed)
+        """:meth:`complete` (``kwargs`` are its keywords) in a worker thread; the concurrency limit still applies."""
+        return await asyncio.to_thread(partial(self.complete, messages, schema, **kwargs))
 
     def close(self) -> None:
         self._client.close()
