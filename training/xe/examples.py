@@ -15,8 +15,6 @@ Sources and what each teaches are in docs/grounding-model-card.md.
 from __future__ import annotations
 
 import hashlib
-import json
-import lzma
 import random
 from pathlib import Path
 
@@ -44,18 +42,6 @@ POLARITY_SOURCES = {"synth": 1500, "pairs/": 600, "paraphrase_train": 10_000, "f
 def fold_of(source_id: str) -> int:
     """Stable fold of a RAGTruth source: every answer of one source lands in the same fold."""
     return int(hashlib.sha256(source_id.encode()).hexdigest(), 16) % FOLDS
-
-
-def write_xz(rows: list[dict], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with lzma.open(path, "wt", encoding="utf-8", preset=9) as f:
-        for row in rows:
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-
-
-def read_xz(path: Path) -> list[dict]:
-    with lzma.open(path, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def paraphrase_train_files() -> list[Path]:

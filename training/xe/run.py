@@ -53,6 +53,7 @@ import torch  # noqa: E402
 from groundtrace.detector import aggregate  # noqa: E402
 from groundtrace.detector.tokenizer import XETokenizer  # noqa: E402
 from xe import e5_file, model as xe_model, train as xe_train  # noqa: E402
+from xe.jsonxz import read_xz  # noqa: E402
 
 LAYERS = 6
 FOLDS = 5
@@ -64,11 +65,6 @@ VARIANTS = {
     "nopolarity": lambda source: "+flip" not in source and "+restrict" not in source,
     "pairsonly": lambda source: not source.startswith(("synth", "halueval_qa")),
 }
-
-
-def read_xz(path: Path) -> list[dict]:
-    with lzma.open(path, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def tokenizer_of(work: Path) -> XETokenizer:
