@@ -7,7 +7,8 @@ Everything else receives a :class:`Settings` (or plain arguments) and reads no e
     GROUNDTRACE_METRICS          comma-separated metric names (default: grounding; grounding,faithfulness
                                  when GROUNDTRACE_JUDGE_MODEL is set)
     GROUNDTRACE_SAMPLE_RATE      fraction of traces scored, 0..1 (default 1)
-    GROUNDTRACE_SINKS            comma-separated sink names: otel, jsonl, langsmith, mlflow, phoenix, langfuse
+    GROUNDTRACE_SINKS            comma-separated sink names: otel, jsonl (or jsonl:PATH), langsmith, mlflow,
+                                 phoenix, langfuse, or module:Class of your own
     GROUNDTRACE_QUEUE_SIZE       records waiting for a worker before new ones are dropped (default 1000)
     GROUNDTRACE_WORKERS          background scoring threads (default 1)
     GROUNDTRACE_METRIC_TIMEOUT_S seconds one metric may take on one record (default 30)

@@ -2,8 +2,9 @@
 
 - The **mask** (``mask=`` on the Monitor, the integrations, the Evaluator and the backfill, or
   ``GROUNDTRACE_MASK=module:function``) is a function ``str -> str`` applied once to the question,
-  every context, the answer and the reference when a Record is taken in, before any metric, judge
-  or sink sees it: what is scored is what is written, so span offsets point into the masked answer.
+  the derived queries, every context, the answer and the reference when a Record is taken in,
+  before any metric, judge or sink sees it: what is scored is what is written, so span offsets
+  point into the masked answer.
   A mask that raises (or returns something that is not a string) leaves the record unscored: its
   metrics give error Scores and none of its text goes anywhere.
 - **capture_text** off (``GROUNDTRACE_CAPTURE_TEXT=false``): sinks get the Scores' values,
@@ -24,6 +25,8 @@ from groundtrace.score import Score
 Mask = Callable[[str], str]
 #: fields of a Record that hold the user's text; the mask covers them all
 TEXT_FIELDS = ("question", "answer", "reference")
+#: fields that hold lists of the user's text (the derived queries, the contexts)
+LIST_FIELDS = ("queries", "contexts")
 
 
 class MaskError(ValueError):
@@ -71,14 +74,15 @@ def _masked(mask: Mask, text: str) -> str:
 
 
 def apply_mask(record: Record, mask: Mask | None) -> Record:
-    """``record`` with its question, contexts, answer and reference masked; raises MaskError."""
+    """``record`` with its question, queries, contexts, answer and reference masked; raises MaskError."""
     if mask is None:
         return record
     try:
         update: dict[str, Any] = {name: _masked(mask, getattr(record, name)) for name in TEXT_FIELDS
                                   if getattr(record, name) is not None}
-        if record.contexts is not None:
-            update["contexts"] = [_masked(mask, context) for context in record.contexts]
+        for name in LIST_FIELDS:
+            if getattr(record, name) is not None:
+                update[name] = [_masked(mask, text) for text in getattr(record, name)]
     except Exception as error:
         raise MaskError(f"the mask raised {type(error).__name__} (its message is not shown: it may quote the "
                         "text); nothing of this record was scored or sent") from None

@@ -50,6 +50,9 @@ class Record(BaseModel):
 
     id: str | None = None
     question: str | None = None
+    # what the application derived from the question on the way (a condensed standalone question,
+    # tool arguments, retriever queries), in order: see groundtrace.turn
+    queries: list[str] | None = None
     contexts: list[str] | None = None
     answer: str | None = None
     reference: str | None = None
@@ -72,6 +75,17 @@ class Record(BaseModel):
     @classmethod
     def _clean(cls, value: str | None) -> str | None:
         return None if value is None else clean_text(value)
+
+    @field_validator("queries", mode="before")
+    @classmethod
+    def _queries(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, (list, tuple)) or not all(isinstance(item, str) for item in value):
+            raise ValueError(f"queries must be a list of strings, got {type(value).__name__}")
+        return [clean_text(item) for item in value]
 
     @field_validator("contexts", mode="before")
     @classmethod

@@ -76,9 +76,17 @@ def sink_names() -> list[str]:
     return sorted(_BUILTIN)
 
 
+def _builtin_argument(name: str) -> tuple[str, str | None]:
+    """``("jsonl", "out/scores.jsonl")`` for ``"jsonl:out/scores.jsonl"``: a built-in sink named with
+    its argument; any other name comes back whole, with no argument."""
+    head, colon, argument = name.partition(":")
+    return (head, argument) if colon and head in _BUILTIN else (name, None)
+
+
 def sink_class(name: str) -> Any:
-    """The class a sink name stands for: a built-in name, or ``module:attribute`` (a class or a
-    factory of your own sink)."""
+    """The class a sink name stands for: a built-in name (``jsonl``, or ``jsonl:PATH``: a built-in with
+    its argument), or ``module:attribute`` (a class or a factory of your own sink)."""
+    name = _builtin_argument(name)[0]
     target = _BUILTIN.get(name)
     if target is None and ":" not in name:
         raise KeyError(f"unknown sink '{name}'; available: {', '.join(sink_names())}, or module:Class of your own")
@@ -101,6 +109,14 @@ def _names(spec: Sequence[Any] | str | None) -> list[Any]:
 
 def _from_name(name: str, settings: Settings) -> Any:
     factory = sink_class(name)
+    argument = _builtin_argument(name)[1]
+    if argument is not None:
+        from_argument = getattr(factory, "from_argument", None)
+        if not callable(from_argument):
+            raise KeyError(f"sink '{name}': the {factory.name} sink takes no argument after ':'")
+        if not argument.strip():
+            raise KeyError(f"sink '{name}': nothing after ':' (e.g. jsonl:out/scores.jsonl)")
+        return from_argument(argument.strip(), settings)
     from_settings = getattr(factory, "from_settings", None)
     return from_settings(settings) if callable(from_settings) else factory()
 

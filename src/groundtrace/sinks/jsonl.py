@@ -26,6 +26,11 @@ class JsonlSink(Sink):
     def from_settings(cls, settings: Settings) -> JsonlSink:
         return cls(settings.jsonl_path)
 
+    @classmethod
+    def from_argument(cls, path: str, settings: Settings) -> JsonlSink:
+        """``jsonl:PATH`` where sinks are named: this file, whatever GROUNDTRACE_JSONL_PATH says."""
+        return cls(path)
+
     def emit(self, record: Record, scores: list[Score]) -> None:
         line = ScoredRecord(record=record, scores=scores).model_dump_json() + "\n"
         with self._lock:
