@@ -150,5 +150,5 @@ def test_one_model_per_process_and_options(models):
     first = get_metric("lettuce", model=str(models["lettuce"]))
     second = get_metric("lettuce", model=str(models["lettuce"]), threshold=0.7)
     other = get_metric("lettuce", model=str(models["lettuce"]), max_length=200)
-    assert first.backend._load() is second.backend._load()
-    assert first.backend._load().detector.model is not other.backend._load().detector.model
+    assert first.backend.load() is second.backend.load()
+    assert first.backend.load().detector.model is not other.backend.load().detector.model

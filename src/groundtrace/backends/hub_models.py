@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from groundtrace._extras import MissingExtraError, ModelUnavailableError, missing_extra
 
@@ -180,3 +180,54 @@ def forget_models() -> None:
         _loaded.clear()
         _failed.clear()
         _locks.clear()
+
+
+class HubModel(Generic[T]):
+    """A model of the Hub or a folder, loaded on first use and shared by every user in the process with the
+    same key (model, device and the options that change what is loaded). Subclasses name their extra and
+    the packages it brings, and build the loaded object in ``_create``."""
+
+    extra: ClassVar[str]
+    packages: ClassVar[tuple[str, ...]]
+    what: ClassVar[str]  # "the nli metric", for the missing-extra message
+
+    def __init__(self, model: str, *, device: str = "cpu", trust_remote_code: bool = False,
+                 local_files_only: bool = False, revision: str | None = None) -> None:
+        self.model = str(model)
+        self.device = device or "cpu"
+        self.trust_remote_code = bool(trust_remote_code)
+        self.local_files_only = bool(local_files_only)
+        self.revision = revision
+
+    def check(self) -> None:
+        """Raise when the extra is missing or the model cannot be had on this machine; loads nothing."""
+        import importlib.util
+
+        for package in self.packages:
+            if importlib.util.find_spec(package) is None:
+                raise missing_extra(self.extra, self.what, ImportError(name=package))
+        self.source()
+
+    def source(self) -> ModelSource:
+        found = locate(self.model, extra=self.extra, local_files_only=self.local_files_only, revision=self.revision)
+        check_remote_code(found, self.trust_remote_code)
+        return found
+
+    def pretrained_options(self, source: ModelSource) -> dict[str, Any]:
+        return from_pretrained_options(source, self.trust_remote_code, self.revision)
+
+    def torch_device(self) -> Any:
+        return torch_device(self.device, self.extra)
+
+    def key(self) -> tuple[Any, ...]:
+        return (type(self).__name__, self.model, self.device, self.trust_remote_code, self.local_files_only,
+                self.revision)
+
+    def warm_up(self) -> None:
+        self.load()
+
+    def load(self) -> T:
+        return shared(self.key(), self.model, self._create)
+
+    def _create(self) -> T:
+        raise NotImplementedError

@@ -22,14 +22,7 @@ from typing import Any
 import numpy as np
 
 from groundtrace._extras import missing_extra
-from groundtrace.backends.hub_models import (
-    check_remote_code,
-    from_pretrained_options,
-    locate,
-    quiet_loading,
-    shared,
-    torch_device,
-)
+from groundtrace.backends.hub_models import HubModel, quiet_loading
 
 EXTRA = "lettuce"
 #: the package's recommended English model (its README's quick start)
@@ -69,55 +62,36 @@ class _Loaded:
     per_language: dict[str, Any] = field(default_factory=dict)
 
 
-class LettuceModel:
+class LettuceModel(HubModel[_Loaded]):
     """A LettuceDetect model, loaded on first use and shared by every metric of the process with the same
     model, device and options."""
 
-    def __init__(self, model: str = DEFAULT_MODEL, *, max_length: int = DEFAULT_MAX_LENGTH, device: str = "cpu",
-                 taxonomy_head: str | None = None, trust_remote_code: bool = False, local_files_only: bool = False,
-                 revision: str | None = None) -> None:
-        self.model = str(model)
+    extra = EXTRA
+    packages = ("lettucedetect", "torch", "transformers")
+    what = "the lettuce metric (LettuceDetect)"
+
+    def __init__(self, model: str = DEFAULT_MODEL, *, max_length: int = DEFAULT_MAX_LENGTH,
+                 taxonomy_head: str | None = None, **options: Any) -> None:
+        super().__init__(model, **options)
         self.max_length = int(max_length)
         if self.max_length < 16:
             raise ValueError(f"lettuce: max_length must be at least 16 tokens, got {max_length}")
-        self.device = device or "cpu"
         self.taxonomy_head = taxonomy_head
-        self.trust_remote_code = bool(trust_remote_code)
-        self.local_files_only = bool(local_files_only)
-        self.revision = revision
 
-    def check(self) -> None:
-        """Raise when the model cannot be had on this machine (nothing is loaded)."""
-        import importlib.util
-
-        if importlib.util.find_spec("lettucedetect") is None:
-            raise missing_extra(EXTRA, "the lettuce metric (LettuceDetect)", ImportError(name="lettucedetect"))
-        source = locate(self.model, extra=EXTRA, local_files_only=self.local_files_only, revision=self.revision)
-        check_remote_code(source, self.trust_remote_code)
-
-    def _key(self) -> tuple[Any, ...]:
-        return ("lettuce", self.model, self.max_length, self.device, self.taxonomy_head, self.trust_remote_code,
-                self.local_files_only, self.revision)
-
-    def _load(self) -> _Loaded:
-        return shared(self._key(), self.model, self._create)
+    def key(self) -> tuple[Any, ...]:
+        return (*super().key(), self.max_length, self.taxonomy_head)
 
     def _create(self) -> _Loaded:
-        source = locate(self.model, extra=EXTRA, local_files_only=self.local_files_only, revision=self.revision)
-        check_remote_code(source, self.trust_remote_code)
-        device = torch_device(self.device, EXTRA)
+        source = self.source()
+        device = self.torch_device()
         try:
             from lettucedetect.detectors.transformer import TransformerDetector
         except ImportError as error:
-            raise missing_extra(EXTRA, "the lettuce metric (LettuceDetect)", error) from None
+            raise missing_extra(EXTRA, self.what, error) from None
         with quiet_loading(source):
             detector = TransformerDetector(source.path, max_length=self.max_length, device=device, lang="en",
-                                           taxonomy_head=self.taxonomy_head,
-                                           **from_pretrained_options(source, self.trust_remote_code, self.revision))
+                                           taxonomy_head=self.taxonomy_head, **self.pretrained_options(source))
         return _Loaded(detector, threading.Lock(), {"en": detector})
-
-    def warm_up(self) -> None:
-        self._load()
 
     def _detector(self, loaded: _Loaded, lang: str) -> Any:
         # one model and tokenizer, a detector per prompt language (the package fixes it per detector)
@@ -129,7 +103,7 @@ class LettuceModel:
 
     def predict(self, contexts: list[str], answer: str, question: str | None, lang: str,
                 min_confidence: float = 0.0) -> LettucePrediction:
-        loaded = self._load()
+        loaded = self.load()
         from lettucedetect.detectors.prompt_utils import PromptUtils
 
         with loaded.lock:  # a fast tokenizer is not safe to call from two threads at once
@@ -143,7 +117,7 @@ class LettuceModel:
             groups = detector._group_passages_into_chunks(contexts, question, answer)
             prompts = [PromptUtils.format_context(group, question, lang) for group in groups]
             budget = self.max_length - len(offsets) - 3
-            truncated = any(len(tokenizer(p, add_special_tokens=False)["input_ids"]) > budget for p in prompts)
+            truncated = any(len(tokenizer(p, add_special_tokens=False, verbose=False)["input_ids"]) > budget for p in prompts)
             if len(prompts) == 1:
                 tokens = detector._predict_single(prompts[0], answer, output_format="tokens")
             else:

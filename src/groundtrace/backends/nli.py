@@ -18,14 +18,7 @@ from typing import Any
 import numpy as np
 
 from groundtrace._extras import ModelUnavailableError, missing_extra
-from groundtrace.backends.hub_models import (
-    check_remote_code,
-    from_pretrained_options,
-    locate,
-    quiet_loading,
-    shared,
-    torch_device,
-)
+from groundtrace.backends.hub_models import HubModel, quiet_loading
 
 EXTRA = "transformers"
 #: multilingual (ru, zh, en and ~100 more) 3-label NLI: entailment / neutral / contradiction
@@ -64,51 +57,34 @@ class _Loaded:
     lock: threading.Lock
 
 
-class EntailmentModel:
+class EntailmentModel(HubModel[_Loaded]):
     """A sequence classifier asked P(premise entails hypothesis), loaded on first use and shared by every
     metric of the process with the same model, device and options."""
 
-    def __init__(self, model: str = DEFAULT_MODEL, *, device: str = "cpu", max_length: int | None = None,
-                 batch_size: int = 16, entailment_label: str | int | None = None, trust_remote_code: bool = False,
-                 local_files_only: bool = False, revision: str | None = None) -> None:
-        self.model = str(model)
-        self.device = device or "cpu"
+    extra = EXTRA
+    packages = ("torch", "transformers")
+    what = "the nli metric"
+
+    def __init__(self, model: str = DEFAULT_MODEL, *, max_length: int | None = None, batch_size: int = 16,
+                 entailment_label: str | int | None = None, **options: Any) -> None:
+        super().__init__(model, **options)
         self.max_length = None if max_length is None else int(max_length)
         if self.max_length is not None and self.max_length < 16:
             raise ValueError(f"nli: max_length must be at least 16 tokens, got {max_length}")
         self.batch_size = max(1, int(batch_size))
         self.entailment_label = entailment_label
-        self.trust_remote_code = bool(trust_remote_code)
-        self.local_files_only = bool(local_files_only)
-        self.revision = revision
 
-    def check(self) -> None:
-        """Raise when the model cannot be had on this machine (nothing is loaded)."""
-        import importlib.util
-
-        for package in ("torch", "transformers"):
-            if importlib.util.find_spec(package) is None:
-                raise missing_extra(EXTRA, "the nli metric", ImportError(name=package))
-        source = locate(self.model, extra=EXTRA, local_files_only=self.local_files_only, revision=self.revision)
-        check_remote_code(source, self.trust_remote_code)
-
-    def warm_up(self) -> None:
-        self._load()
-
-    def _load(self) -> _Loaded:
-        key = ("nli", self.model, self.device, self.max_length, str(self.entailment_label), self.trust_remote_code,
-               self.local_files_only, self.revision)
-        return shared(key, self.model, self._create)
+    def key(self) -> tuple[Any, ...]:
+        return (*super().key(), self.max_length, str(self.entailment_label))
 
     def _create(self) -> _Loaded:
-        source = locate(self.model, extra=EXTRA, local_files_only=self.local_files_only, revision=self.revision)
-        check_remote_code(source, self.trust_remote_code)
-        device = torch_device(self.device, EXTRA)
+        source = self.source()
+        device = self.torch_device()
         try:
             from transformers import AutoModelForSequenceClassification, AutoTokenizer
         except ImportError as error:
-            raise missing_extra(EXTRA, "the nli metric", error) from None
-        options = from_pretrained_options(source, self.trust_remote_code, self.revision)
+            raise missing_extra(EXTRA, self.what, error) from None
+        options = self.pretrained_options(source)
         with quiet_loading(source):
             model = AutoModelForSequenceClassification.from_pretrained(source.path, **options).to(device).eval()
             own_predict = self.trust_remote_code and callable(getattr(model, "predict", None))
@@ -125,22 +101,22 @@ class EntailmentModel:
     @property
     def token_limit(self) -> int:
         """How many tokens one (premise, hypothesis) pair may have."""
-        return self._load().max_length
+        return self.load().max_length
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text (words, for a model without a tokenizer of its own here)."""
-        loaded = self._load()
+        loaded = self.load()
         if not texts:
             return []
         if loaded.tokenizer is None:
             return [len(text.split()) for text in texts]
         with loaded.lock:
-            ids = loaded.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+            ids = loaded.tokenizer(list(texts), add_special_tokens=False, verbose=False)["input_ids"]
         return [len(row) for row in ids]
 
     def entailment(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """P(premise entails hypothesis) of each (premise, hypothesis), in batches of ``batch_size``."""
-        loaded = self._load()
+        loaded = self.load()
         import torch
 
         out: list[np.ndarray] = []
