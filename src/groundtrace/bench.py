@@ -265,7 +265,8 @@ def run_bench(
     reference = load_labelled(threshold_from, limit, schema) if threshold_from else None
     results = {}
     built = build_metrics(metrics, options)
-    preflight(built)  # a model that is not there stops the bench before the first record
+    # a model that is not there (or, scoring here, does not load) stops the bench before the first record
+    preflight(built, load=not engine or engine.get("engine", "local") == "local")
     for metric in built:
         cut, source = threshold, ("given" if threshold is not None else None)
         if reference is not None and threshold_from is not None:

@@ -41,7 +41,7 @@ def score_stream(
         if ray_options:
             raise ValueError(f"{', '.join(sorted(ray_options))}: options of the ray engine, not of the local one")
         evaluator = Evaluator(metrics, workers=workers, options=options, mask=mask)
-        preflight(evaluator.metrics)
+        preflight(evaluator.metrics, load=True)
         return evaluator.iter_evaluate(items, on_result, select)
     if engine == "ray":
         from groundtrace.ray import score_records
@@ -52,9 +52,13 @@ def score_stream(
     raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
 
 
-def preflight(metrics: Sequence[Metric]) -> None:
+def preflight(metrics: Sequence[Metric], load: bool = False) -> None:
     """Ask each metric whether it can run here at all (a model that is missing, an extra not installed):
     a batch stops before its first record with the metric's one clear error, rather than giving every record
-    the same error Score."""
+    the same error Score. ``load``: also load the models (a model that is there but broken stops it too, and
+    no record's latency includes the load); for the engine that scores in this process."""
     for metric in metrics:
         metric.preflight()
+    if load:
+        for metric in metrics:
+            metric.prepare()

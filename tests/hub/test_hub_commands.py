@@ -170,3 +170,15 @@ def test_the_command_line_says_a_missing_model_in_one_line_fast_without_the_netw
     assert took < 20, took  # no retries: the cache is read and nothing else
     assert not log.exists(), log.read_text()
     assert "torch" not in done.stderr  # nothing was loaded to find out
+
+
+def test_a_model_folder_that_does_not_load_is_one_error_on_the_command_line_and_per_record(tmp_path, answers):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text(json.dumps({"model_type": "bert"}))  # no weights, no tokenizer
+    result = runner.invoke(app, ["score", str(answers), "-m", "nli", "-O", f"nli.model={broken}"])
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert f"model '{broken}' could not be loaded" in lines[0]
+    score = get_metric("nli", model=str(broken)).score(Record.model_validate(ROWS[0]))
+    assert not score.ok and "could not be loaded" in score.error and "Traceback" not in score.error

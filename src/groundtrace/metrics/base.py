@@ -90,10 +90,18 @@ class Metric:
         engines ask before the first record (groundtrace.stream); the Monitor never does: there every record
         gets the error Score instead, and the application sees nothing."""
 
+    def prepare(self) -> None:
+        """Load what the first record would (a model), raising the metric's one clear error when that cannot
+        be done. The local batch engine calls it after :meth:`preflight`."""
+
     def warm_up(self) -> None:
-        """Load what the first record would (a model), so that a Monitor worker, a scoring process or a Ray
-        actor pays for it when it starts rather than inside a record's time budget. A failure is not raised
-        here: the records get it as their error Score."""
+        """:meth:`prepare`, for a Monitor worker, a scoring process or a Ray actor: the model loads when it
+        starts rather than inside a record's time budget. A failure is not raised here: it is logged once, and
+        the records get it as their error Score."""
+        try:
+            self.prepare()
+        except Exception as error:
+            self._warn_once(str(error))
 
     # ------------------------------------------------------------------------------- public API
     def score(self, record: Record | Any) -> Score:

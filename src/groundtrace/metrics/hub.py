@@ -22,8 +22,5 @@ class HubModelMetric(Metric):
     def preflight(self) -> None:
         self.backend.check()
 
-    def warm_up(self) -> None:
-        try:
-            self.backend.warm_up()
-        except Exception as error:  # remembered by the backend: each record gets it as its error Score
-            self._warn_once(str(error))
+    def prepare(self) -> None:
+        self.backend.warm_up()  # a failure is remembered by the backend: each record gets it as its error Score
