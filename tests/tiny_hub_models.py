@@ -107,3 +107,55 @@ def build_entailment_classifier(folder: Path, labels: dict[int, str], seed: int 
     model = BertForSequenceClassification(config).eval()
     model.save_pretrained(folder)
     return folder
+
+
+REMOTE_CODE = '''
+import torch
+from transformers import PretrainedConfig, PreTrainedModel
+
+
+class TinyConsistencyConfig(PretrainedConfig):
+    model_type = "tiny-consistency"
+
+
+class TinyConsistency(PreTrainedModel):
+    """HHEM-2.1-open's shape: code of its own, no tokenizer files, predict(pairs) -> P(consistent). Here
+    P(consistent) is the share of the hypothesis's words that the premise has, so tests compute it by hand."""
+
+    config_class = TinyConsistencyConfig
+
+    def __init__(self, config):
+        super().__init__(config)
+        self.unused = torch.nn.Parameter(torch.zeros(1))
+        self.post_init()
+
+    def forward(self, **kwargs):
+        raise NotImplementedError("ask predict()")
+
+    def predict(self, pairs):
+        def words(text):
+            return set(text.lower().replace(".", " ").split())
+        return torch.tensor([len(words(h) & words(p)) / max(1, len(words(h))) for p, h in pairs])
+'''
+
+
+def build_remote_code_consistency(folder: Path) -> Path:
+    """A model that loads only with trust_remote_code (its config.json has an auto_map), like HHEM-2.1-open."""
+    import importlib.util
+    import json
+    import sys
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "modeling_tiny.py").write_text(REMOTE_CODE, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("modeling_tiny", folder / "modeling_tiny.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["modeling_tiny"] = module
+    spec.loader.exec_module(module)
+    module.TinyConsistency(module.TinyConsistencyConfig()).save_pretrained(folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["auto_map"] = {"AutoConfig": "modeling_tiny.TinyConsistencyConfig",
+                          "AutoModelForSequenceClassification": "modeling_tiny.TinyConsistency"}
+    (folder / "config.json").write_text(json.dumps(config))
+    del sys.modules["modeling_tiny"]
+    return folder

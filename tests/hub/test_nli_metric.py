@@ -128,3 +128,19 @@ def test_bad_options_are_refused_when_the_metric_is_built(models):
         get_metric("nli", model=str(models["nli3"]), aggregation="median")
     with pytest.raises(ValueError, match="chunk_tokens"):
         get_metric("nli", model=str(models["nli3"]), chunk_tokens=0)
+
+
+def test_a_model_with_its_own_predict_is_asked_through_it_when_trusted(tmp_path):
+    """HHEM-2.1-open's shape (tests/tiny_hub_models.py): code of its own, no tokenizer, predict(pairs)."""
+    from tests.tiny_hub_models import build_remote_code_consistency
+
+    folder = build_remote_code_consistency(tmp_path / "remote")
+    record = Record(contexts=["The capital of France is Paris."], answer="The capital of France is Paris. Dragons live on Paris.",
+                    language="en")
+    refused = get_metric("nli", model=str(folder)).score(record)
+    assert not refused.ok and "trust_remote_code=true" in refused.error
+    score = get_metric("nli", model=str(folder), trust_remote_code=True).score(record)
+    assert score.ok, score.error
+    # word overlap by hand: claim 1 has all 6 words in the premise, claim 2 one of 4 ("paris")
+    assert [c["support"] for c in score.details["claims"]] == [1.0, 0.25]
+    assert score.value == pytest.approx(0.75) and [s.text for s in score.spans] == ["Dragons live on Paris."]
