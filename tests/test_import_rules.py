@@ -210,3 +210,48 @@ def test_the_layer_walk_sees_each_kind_of_upward_import(tmp_path: Path, where: s
     (package / where).write_text(line + "\n")
     found = layer_violations(package)
     assert len(found) == 1 and found[0].startswith(f"groundtrace/{where}:") and broken in found[0], found
+
+
+# Heavy optional libraries and the only modules that may import them (DESIGN.md: inside the backend that uses them).
+HEAVY = {"torch", "transformers", "tokenizers", "lettucedetect", "huggingface_hub", "sentence_transformers"}
+HEAVY_IMPORTERS = {"groundtrace/backends/hub_models.py", "groundtrace/backends/lettuce.py",
+                   "groundtrace/backends/nli.py", "groundtrace/backends/embedders.py"}
+
+
+def heavy_imports(root: Path) -> list[str]:
+    found = {(where, line): f"{where}:{line} imports {module}" for where, line, module in imports_of(root)
+             if module.split(".")[0] in HEAVY and where not in HEAVY_IMPORTERS}
+    return sorted(found.values())
+
+
+def test_torch_transformers_and_lettucedetect_are_imported_only_by_their_backends() -> None:
+    assert heavy_imports(SRC) == []
+    # the walk sees them where they are
+    assert {where for where, _, module in imports_of(SRC) if module.split(".")[0] in HEAVY} == HEAVY_IMPORTERS
+
+
+def test_the_walk_sees_a_heavy_import_outside_the_backends(tmp_path: Path) -> None:
+    package = tmp_path / "groundtrace"
+    (package / "metrics").mkdir(parents=True)
+    (package / "metrics" / "x.py").write_text("def f():\n    import torch\n")
+    assert [line.split(":")[0] for line in heavy_imports(package)] == ["groundtrace/metrics/x.py"]
+
+
+def test_building_and_listing_the_hub_metrics_imports_no_heavy_library(tmp_path: Path) -> None:
+    """`import groundtrace`, `groundtrace metrics` and building `lettuce` and `nli` (what a Monitor's parent
+    process does) load no model and import neither torch nor transformers nor lettucedetect."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, groundtrace\n"
+        "from groundtrace.cli import app\n"
+        "from typer.testing import CliRunner\n"
+        "assert CliRunner().invoke(app, ['metrics', '--json']).exit_code == 0\n"
+        "from groundtrace.metrics import get_metric\n"
+        f"get_metric('lettuce', model={str(tmp_path)!r}); get_metric('nli', model={str(tmp_path)!r})\n"
+        f"print(sorted(m for m in {sorted(HEAVY)!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -13,3 +13,8 @@ def missing_extra(extra: str, what: str, error: ImportError) -> MissingExtraErro
         f"{what} needs optional dependencies that are not installed ({error.name or error}): "
         f"pip install 'groundtrace[{extra}]'"
     )
+
+
+class ModelUnavailableError(RuntimeError):
+    """A model a metric needs cannot be had (not on disk, not in the Hugging Face cache and not downloadable,
+    or broken); the message names the model and says how to get it."""

@@ -26,7 +26,7 @@ from groundtrace.io import read_layout
 from groundtrace.metrics import Metric
 from groundtrace.record import InvalidInput
 from groundtrace.score import Score
-from groundtrace.stream import score_stream
+from groundtrace.stream import preflight, score_stream
 
 
 @dataclass
@@ -264,7 +264,10 @@ def run_bench(
     items = load_labelled(path, limit, schema)
     reference = load_labelled(threshold_from, limit, schema) if threshold_from else None
     results = {}
-    for metric in build_metrics(metrics, options):
+    built = build_metrics(metrics, options)
+    # a model that is not there (or, scoring here, does not load) stops the bench before the first record
+    preflight(built, load=not engine or engine.get("engine", "local") == "local")
+    for metric in built:
         cut, source = threshold, ("given" if threshold is not None else None)
         if reference is not None and threshold_from is not None:
             cut = fit_threshold(metric, reference, engine, (options or {}).get(metric.name))

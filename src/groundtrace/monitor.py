@@ -269,6 +269,9 @@ class Monitor:
                 scorer.warm_up()
             except Exception as error:
                 log.warning("groundtrace: the scoring process did not start (%s); retrying per record", error)
+        else:  # load the metrics' models here, in this worker, before the first record's time budget starts
+            for metric in self.metrics:
+                metric.warm_up()
         while True:
             batch = self._next_batch()
             stop = _STOP in batch

@@ -135,6 +135,8 @@ def _serve(specs: list[list[Any]]) -> None:
     from groundtrace.engine import build_metrics
 
     metrics = build_metrics([name for name, _ in specs], {name: options for name, options in specs if options})
+    for metric in metrics:  # load models before "ready" (the start timeout), not inside a record's budget
+        metric.warm_up()
     out = sys.stdout
     out.write(_READY + "\n")
     out.flush()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from groundtrace.engine import Evaluator, Selector
+from groundtrace.engine import Evaluator, Selector, build_metrics
 from groundtrace.metrics import Metric
 from groundtrace.privacy import Mask, load_mask, masked_items
 from groundtrace.score import ScoredRecord
@@ -40,10 +40,25 @@ def score_stream(
     if engine == "local":
         if ray_options:
             raise ValueError(f"{', '.join(sorted(ray_options))}: options of the ray engine, not of the local one")
-        return Evaluator(metrics, workers=workers, options=options, mask=mask).iter_evaluate(items, on_result, select)
+        evaluator = Evaluator(metrics, workers=workers, options=options, mask=mask)
+        preflight(evaluator.metrics, load=True)
+        return evaluator.iter_evaluate(items, on_result, select)
     if engine == "ray":
         from groundtrace.ray import score_records
 
+        preflight(build_metrics(metrics, options))  # built here only to ask: no model is loaded
         return score_records(masked_items(items, load_mask(mask)), metrics, options=options, on_result=on_result,
                              select=select, **ray_options)
     raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+
+
+def preflight(metrics: Sequence[Metric], load: bool = False) -> None:
+    """Ask each metric whether it can run here at all (a model that is missing, an extra not installed):
+    a batch stops before its first record with the metric's one clear error, rather than giving every record
+    the same error Score. ``load``: also load the models (a model that is there but broken stops it too, and
+    no record's latency includes the load); for the engine that scores in this process."""
+    for metric in metrics:
+        metric.preflight()
+    if load:
+        for metric in metrics:
+            metric.prepare()

@@ -56,8 +56,8 @@ def bench_command(
             results = run_bench(input_path, metrics, threshold=threshold, threshold_from=threshold_from,
                                 options=parse_options(option), limit=limit, progress=tick,
                                 engine=engine_options(engine, address, actors, batch_size), schema=schema)
-        except (KeyError, ValueError, FileNotFoundError, ImportError, ConnectionError) as error:
-            console.print(f"[red]error:[/red] {shown(error)}")
+        except (KeyError, ValueError, FileNotFoundError, ImportError, ConnectionError, RuntimeError) as error:
+            console.print(f"[red]error:[/red] {shown(error)}", soft_wrap=True)  # one line, for grep
             raise typer.Exit(2) from None
     if as_json:
         print(json.dumps({name: {**r.as_dict(), "cost": _cost_totals(r.scores)} for name, r in results.items()},

@@ -212,7 +212,7 @@ def score_command(
     except typer.BadParameter:
         raise
     except (KeyError, ValueError, FileNotFoundError, RuntimeError, ImportError, ConnectionError) as error:
-        console.print(f"[red]error:[/red] {shown(error)}")
+        console.print(f"[red]error:[/red] {shown(error)}", soft_wrap=True)  # one line, for grep
         raise typer.Exit(2) from None
     if show:
         out.print(records_table(tally.kept, show))

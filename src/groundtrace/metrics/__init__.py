@@ -15,6 +15,9 @@ _BUILTIN = {
     "lexical": "groundtrace.metrics.lexical:LexicalMetric",
     "facts": "groundtrace.metrics.facts:FactsMetric",
     "grounding": "groundtrace.metrics.grounding:GroundingMetric",
+    # models of the Hugging Face Hub (the lettuce and transformers extras): groundtrace.backends.lettuce, .nli
+    "lettuce": "groundtrace.metrics.lettuce:LettuceMetric",
+    "nli": "groundtrace.metrics.nli:NLIMetric",
     # LLM-as-judge metrics (the openai extra): groundtrace.metrics.judged
     "faithfulness": "groundtrace.metrics.judged.faithfulness:Faithfulness",
     "answer_relevance": "groundtrace.metrics.judged.relevance:AnswerRelevance",

@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
+from groundtrace._extras import MissingExtraError, ModelUnavailableError
 from groundtrace.record import InvalidRecord, Record, coerce_record, salvage_id
 from groundtrace.redaction import get_logger
 from groundtrace.score import Cost, Score, Span
@@ -83,6 +84,25 @@ class Metric:
     def compute(self, record: Record, language: str) -> Result:
         raise NotImplementedError
 
+    def preflight(self) -> None:
+        """Raise, with a message that says what to do, when this metric cannot run at all here (a model that
+        is not on this machine and may not be downloaded, a missing extra). Cheap: loads nothing. The batch
+        engines ask before the first record (groundtrace.stream); the Monitor never does: there every record
+        gets the error Score instead, and the application sees nothing."""
+
+    def prepare(self) -> None:
+        """Load what the first record would (a model), raising the metric's one clear error when that cannot
+        be done. The local batch engine calls it after :meth:`preflight`."""
+
+    def warm_up(self) -> None:
+        """:meth:`prepare`, for a Monitor worker, a scoring process or a Ray actor: the model loads when it
+        starts rather than inside a record's time budget. A failure is not raised here: it is logged once, and
+        the records get it as their error Score."""
+        try:
+            self.prepare()
+        except Exception as error:
+            self._warn_once(str(error))
+
     # ------------------------------------------------------------------------------- public API
     def score(self, record: Record | Any) -> Score:
         """Score one record. Never raises: every failure becomes an error Score with a reason."""
@@ -97,6 +117,9 @@ class Metric:
         language = record.language or guess_language(record.answer or record.context_text())
         try:
             result = self.compute(record, language)
+        except (MissingExtraError, ModelUnavailableError) as error:  # what to install or download: no traceback
+            self._warn_once(str(error))
+            return self.error(str(error), record.id, started)
         except Exception as error:  # a metric bug must not take the batch or the app down
             log.exception("metric %s failed on record %s", self.name, record.id)
             return self.error(f"{type(error).__name__}: {error}", record.id, started)
@@ -120,6 +143,12 @@ class Metric:
     async def ascore(self, record: Record | Any) -> Score:
         """Score one record without blocking the event loop."""
         return await asyncio.to_thread(self.score, record)
+
+    def _warn_once(self, message: str) -> None:
+        warned = self.__dict__.setdefault("_warned", set())
+        if message not in warned:
+            warned.add(message)
+            log.warning("metric %s cannot score: %s", self.name, message)
 
     @classmethod
     def documented_threshold(cls) -> float:

@@ -65,6 +65,8 @@ class BatchScorer:
     def __init__(self, specs: Sequence[tuple[str, Mapping[str, Any]]], io_concurrency: int = 16,
                  records_in: bool = False, select: Selector | None = None) -> None:
         self.evaluator = Evaluator([name for name, _ in specs], options={n: o for n, o in specs if o})
+        for metric in self.evaluator.metrics:  # an actor loads its models once, when it starts
+            metric.warm_up()
         self.io_concurrency = io_concurrency
         self.records_in = records_in  # batches of record dicts (score_dataset) rather than rows
         self.select = select
