@@ -118,12 +118,18 @@ class Selection:
 def select_contexts(passages: Sequence[Passage], model_input: str | None,
                     tools: ToolFilter = ToolFilter()) -> Selection:
     """The contexts of a turn: the passages whose text reached ``model_input``, in the order they
-    were seen, each text once; a tool output retrieved as documents is kept as those documents."""
+    were seen, each text once; a tool output retrieved as documents is kept as those documents
+    (which a ToolFilter then treats as that tool's output)."""
     haystack = None if model_input is None else normalize(model_input)
+    # a document retrieved inside a tool call is that tool's output: it follows the tool's filter
+    tool_of = {p.id: p.name for p in passages if p.kind == TOOL and p.id is not None}
     reached: list[Passage] = []
     unused: list[Passage] = []
     for passage in passages:
-        allowed = passage.kind != TOOL or tools.allows(passage.name)
+        if passage.kind == TOOL:
+            allowed = tools.allows(passage.name)
+        else:
+            allowed = passage.within not in tool_of or tools.allows(tool_of[passage.within])
         if allowed and (haystack is None or appears_in(passage.text, haystack)):
             reached.append(passage)
         else:
