@@ -35,7 +35,7 @@ def choose_contexts(run: RootRun, answer: str, result: Any, tools: ToolFilter) -
     nothing that could be one (no retrieval, no tool output)."""
     response_nodes = source_nodes(result)
     passages, latest = run_passages(run, response_nodes)
-    call = run.turn.answer_call(answer, llm_output_text)
+    call = None if run.answer_call_unseen else run.turn.answer_call(answer, llm_output_text)
     model_input = model_input_text(call.input) if call is not None else None
     if call is not None:
         passages.extend(unseen_tool_messages(call.input, passages, run.control_tools))

@@ -146,7 +146,10 @@ def source_nodes(result: Any) -> list[Any]:
 
 
 def llm_output_text(response: Any) -> str | None:
-    """The text of a CompletionResponse or a ChatResponse (from the LLM end events)."""
+    """The text of a CompletionResponse or a ChatResponse (from the LLM end events), or of a
+    stream read to its end."""
+    if isinstance(response, str):
+        return response
     if isinstance(response, CompletionResponse):
         return response.text
     if isinstance(response, ChatResponse):

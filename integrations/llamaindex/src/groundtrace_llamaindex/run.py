@@ -76,6 +76,7 @@ class RootRun:
     open_children: set[str] = field(default_factory=set)
     # a chat stream whose writer (LlamaIndex's write_response_to_history) the run waits for
     awaited_writer: Any = None
+    answer_call_unseen: bool = False
 
     @classmethod
     def start(cls, span_id: str, arguments: dict[str, Any], tags: dict[str, Any] | None,
@@ -140,15 +141,26 @@ class RootRun:
         self.busy_llms.discard(llm_span)
         return True
 
+    def note_streamed_answer(self, text: str) -> None:
+        """A stream read after the root ended: its model call's end event came too late to be
+        read (the run was closed), so the call still waiting is given the text it streamed."""
+        for call in reversed(self.turn.calls):
+            if call.output is None:
+                call.output = text
+                return
+        # the stream's model call ran after the root (an async stream starts it only when read):
+        # none of the run's calls wrote this answer
+        self.answer_call_unseen = True
+
     def note_answer(self, text: str | None, rank: int, question: str | None = None) -> None:
         if text is not None and rank >= self.answer_rank:
             self.answer_from_events, self.answer_question, self.answer_rank = text, question, rank
 
     # ---------------------------------------------------------------------------- the end
-    def is_turn(self, answer: str | None) -> bool:
-        """Index building and bare embedding calls are roots too, but no one's turn."""
-        return bool(self.question or self.first_question or answer or self.answer_from_events
-                    or self.turn.calls or self.found)
+    def is_turn(self) -> bool:
+        """Index building, bare embedding or LLM calls are roots too, but no one's turn: a turn has
+        a question or something retrieved."""
+        return bool(self.question or self.first_question or self.found)
 
     def to_record(self, answer: str | None, result: Any, tools: ToolFilter = ToolFilter(),
                   span_text: bool = True) -> Record | str:

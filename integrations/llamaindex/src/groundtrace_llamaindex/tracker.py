@@ -43,6 +43,7 @@ from llama_index.core.instrumentation.events.query import QueryEndEvent, QuerySt
 from llama_index.core.instrumentation.events.rerank import ReRankEndEvent
 from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent, RetrievalStartEvent
 from llama_index.core.instrumentation.events.synthesis import SynthesizeEndEvent
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.tools.types import BaseTool, ToolOutput
 
 from groundtrace_llamaindex.extract import answer_text, final_result, llm_output_text, query_text
@@ -64,7 +65,8 @@ log = get_logger("groundtrace.llamaindex")
 # far above any real number of requests in flight in one process.
 MAX_OPEN_ROOTS = 10_000
 NO_SCOPE: tuple[str | None, str | None] = (None, None)
-_PLAIN, _LLM, _TOOL = 0, 1, 2
+_PLAIN, _LLM, _TOOL, _POSTPROCESSOR = 0, 1, 2, 3
+_KINDS = ((BaseLLM, _LLM), (BaseTool, _TOOL), (BaseNodePostprocessor, _POSTPROCESSOR))
 
 
 @dataclass
@@ -75,7 +77,7 @@ class CaptureStats:
     roots: int = 0
     recorded: int = 0  # a Record was submitted to the Monitor (which samples: see its stats)
     excluded: int = 0  # of those, marked excluded (metadata groundtrace_exclude)
-    not_turns: int = 0  # roots with no question, answer, model call or retrieval: index building, embeddings
+    not_turns: int = 0  # roots with no question and no retrieval: index building, bare embedding or LLM calls
     no_record: dict[str, int] = field(default_factory=dict)  # turns not recorded, per reason
     in_flight: int = 0
 
@@ -163,8 +165,7 @@ class RootTracker:
             elif instance is not None and instance is run.awaited_writer:
                 result = instance  # the writer has put the whole streamed answer on its response
             else:
-                if isinstance(result, ToolOutput) and self._scope_of.get(span_id, NO_SCOPE)[0] == span_id:
-                    run.note_tool_output(span_id, result)
+                self._read_child_result(run, span_id, instance, result)
                 self._close_child(run, span_id)
                 return
             self._forget(run)
@@ -204,6 +205,14 @@ class RootTracker:
         if run.end_call(span_id, response):
             self._awaiting.pop(span_id, None)
         run.note_answer(llm_output_text(response), LLM_END)
+
+    def _read_child_result(self, run: RootRun, span_id: str, instance: Any, result: Any) -> None:
+        """A tool call's output, or the nodes a postprocessor kept (with a reranker's scores)."""
+        if isinstance(result, ToolOutput):
+            if self._scope_of.get(span_id, NO_SCOPE)[0] == span_id:  # the outermost tool call
+                run.note_tool_output(span_id, result)
+        elif type(result) is list and self._kind(instance) == _POSTPROCESSOR:
+            run.note_nodes(result, self._tool_call_of(span_id))
 
     def _tool_call_of(self, span_id: str) -> str | None:
         return self._scope_of.get(span_id, NO_SCOPE)[0]
@@ -247,13 +256,14 @@ class RootTracker:
             log.debug("groundtrace: the stream of %s raised or was not read to the end: not scored", run.name)
             self._no_record(STREAM_UNFINISHED)
         else:
+            run.note_streamed_answer(text)
             self._submit(run, text, response)
 
     def _submit(self, run: RootRun, answer: str | None, result: Any) -> None:
         if self._closed:
             return
         try:  # this runs on the caller's thread, even inside its `for token in stream`
-            if not run.is_turn(answer):
+            if not run.is_turn():
                 with self._lock:
                     self._counts.not_turns += 1
                 return
@@ -280,7 +290,7 @@ class RootTracker:
         cls = type(instance)
         kind = self._kinds.get(cls)
         if kind is None:  # one isinstance pair per class, then a dict lookup
-            kind = _LLM if isinstance(instance, BaseLLM) else _TOOL if isinstance(instance, BaseTool) else _PLAIN
+            kind = next((kind for base, kind in _KINDS if isinstance(instance, base)), _PLAIN)
             self._kinds[cls] = kind
         return kind
 
