@@ -9,13 +9,14 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from li_support import DOCUMENTS
+from li_support import DOCUMENTS, TOP_K
 from llama_index.core import VectorStoreIndex
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole, ToolCallBlock
 from llama_index.core.llms.callbacks import llm_chat_callback
 from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.node_parser import SentenceSplitter
+from llama_index.core.tools import FunctionTool
 from pydantic import PrivateAttr
 
 # what the agents in the tests answer: not what the documents say (1 879 rubles)
@@ -103,3 +104,21 @@ def build_keyword_index() -> VectorStoreIndex:
     for document in documents:
         document.excluded_embed_metadata_keys = list(document.metadata)
     return VectorStoreIndex.from_documents(documents, embed_model=KeywordEmbedding(), transformations=[splitter])
+
+
+def search_tool(index) -> FunctionTool:
+    retriever = index.as_retriever(similarity_top_k=TOP_K)
+
+    def search_docs(query: str) -> str:
+        """Search the university's documents."""
+        return "\n\n".join(node.node.get_content() for node in retriever.retrieve(query))
+
+    return FunctionTool.from_defaults(search_docs)
+
+
+def clock_tool() -> FunctionTool:
+    def clock() -> str:
+        """The date today."""
+        return "Today is Monday, the 2nd of March 2026."
+
+    return FunctionTool.from_defaults(clock)

@@ -6,13 +6,14 @@ returned. Real agents, a scripted function-calling model, a real index and Monit
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from agent_support import HALLUCINATED, USER_MSG, Call, ScriptedAgentLLM
+from agent_support import HALLUCINATED, USER_MSG, Call, ScriptedAgentLLM, clock_tool, search_tool
 from groundtrace.monitor import Monitor
-from li_support import CONTEXTS, DORM_EN, DORM_RU, TOP_K, ScriptedLLM, assert_nothing_left
+from li_support import CONTEXTS, TOP_K, ScriptedLLM, assert_nothing_left
 from llama_index.core.agent.workflow import AgentStream, AgentWorkflow, FunctionAgent, ReActAgent
-from llama_index.core.tools import FunctionTool, QueryEngineTool
+from llama_index.core.tools import QueryEngineTool
 from llama_index.core.memory import ChatMemoryBuffer
 
 import groundtrace_llamaindex
@@ -25,24 +26,6 @@ NODES_IN_TOOL = [
     {"id": "dorm-ru#0", "score": pytest.approx(1.0), "metadata": {"lang": "ru", "source": "spbu.ru/dorm"},
      "tool": "search_docs"},
 ]
-
-
-def search_tool(index) -> FunctionTool:
-    retriever = index.as_retriever(similarity_top_k=TOP_K)
-
-    def search_docs(query: str) -> str:
-        """Search the university's documents."""
-        return "\n\n".join(node.node.get_content() for node in retriever.retrieve(query))
-
-    return FunctionTool.from_defaults(search_docs)
-
-
-def clock_tool() -> FunctionTool:
-    def clock() -> str:
-        """The date today."""
-        return "Today is Monday, the 2nd of March 2026."
-
-    return FunctionTool.from_defaults(clock)
 
 
 def run(agent, user_msg: str = USER_MSG, **kwargs):
@@ -216,3 +199,21 @@ def test_an_excluded_agent_run_is_counted_not_scored(index, instrumented, sink):
     assert instrumented.flush(10)
     assert (instrumented.stats.excluded, sink.rows) == (1, [])
     assert groundtrace_llamaindex.stats().excluded == 1
+
+
+def test_agents_run_in_threads_at_once_each_make_their_own_record(index, instrumented, sink):
+    questions = [f"Question {i}: what does the dormitory cost?" for i in range(8)]
+
+    def ask(question: str) -> str:
+        llm = ScriptedAgentLLM([Call("search_docs", {"query": f"fee for {question[:10]}"}), f"Answer to {question}"])
+        return str(run(FunctionAgent(tools=[search_tool(index)], llm=llm, streaming=True), question))
+
+    with ThreadPoolExecutor(max_workers=len(questions)) as pool:
+        answers = list(pool.map(ask, questions))
+
+    assert answers == [f"Answer to {question}" for question in questions]
+    assert instrumented.flush(10)
+    records = sorted(sink.records, key=lambda record: questions.index(record.question))
+    assert [(r.question, r.answer, r.queries, r.contexts) for r in records] == [
+        (q, f"Answer to {q}", [f"fee for {q[:10]}"], CONTEXTS) for q in questions]
+    assert_nothing_left()
