@@ -17,6 +17,7 @@ from groundtrace.turn import ToolFilter
 from llama_index.core.instrumentation import get_dispatcher
 
 from groundtrace_llamaindex.handlers import GroundtraceEventHandler, GroundtraceSpanHandler
+from groundtrace_llamaindex.run import EVERY_TOOL
 from groundtrace_llamaindex.tracker import CaptureStats, RootTracker
 
 
@@ -28,8 +29,8 @@ class LlamaIndexInstrumentor(Instrumentor):
         super().__init__()
         self.handlers: tuple[GroundtraceSpanHandler, GroundtraceEventHandler] | None = None
 
-    def _install(self, monitor: Monitor, *, mask: Mask | None = None, tools: ToolFilter = ToolFilter()) -> None:
-        tracker = RootTracker(monitor, mask=mask, tools=tools)
+    def _install(self, monitor: Monitor, **hook_options: Any) -> None:
+        tracker = RootTracker(monitor, mask=hook_options.get("mask"), tools=hook_options.get("tools", EVERY_TOOL))
         span_handler, event_handler = GroundtraceSpanHandler(tracker), GroundtraceEventHandler(tracker=tracker)
         dispatcher = get_dispatcher()
         # new lists rather than in-place appends: a thread iterating the old list is not disturbed

@@ -30,6 +30,7 @@ TRACER_NAME = "groundtrace_llamaindex"
 _UUID_SUFFIX = 37
 # AgentWorkflow's own tool for passing the turn to another agent: control flow, never a context
 HANDOFF_TOOL = "handoff"
+EVERY_TOOL = ToolFilter()  # no include_tools / exclude_tools: every tool's output may be a context
 
 # Why a turn made no Record (counted per reason in stats(), said once at INFO level)
 NO_QUESTION = "no question"
@@ -162,7 +163,7 @@ class RootRun:
         a question or something retrieved."""
         return bool(self.question or self.first_question or self.found)
 
-    def to_record(self, answer: str | None, result: Any, tools: ToolFilter = ToolFilter(),
+    def to_record(self, answer: str | None, result: Any, tools: ToolFilter = EVERY_TOOL,
                   span_text: bool = True) -> Record | str:
         """The Record of this run, or why it has none. ``result``: what the root returned (its
         source nodes are what a synthesizer read). ``span_text=False``: a request span written here

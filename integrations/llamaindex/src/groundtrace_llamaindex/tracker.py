@@ -48,6 +48,7 @@ from llama_index.core.tools.types import BaseTool, ToolOutput
 
 from groundtrace_llamaindex.extract import answer_text, final_result, llm_output_text, query_text
 from groundtrace_llamaindex.run import (
+    EVERY_TOOL,
     EVICTED,
     HINTS,
     LLM_END,
@@ -87,7 +88,7 @@ class RootTracker:
     ``tools`` says which tools' outputs may be contexts."""
 
     def __init__(self, monitor: Monitor, *, max_open_roots: int = MAX_OPEN_ROOTS, mask: Mask | None = None,
-                 tools: ToolFilter = ToolFilter()) -> None:
+                 tools: ToolFilter = EVERY_TOOL) -> None:
         self._monitor = monitor
         self._mask = mask
         self._tools = tools
