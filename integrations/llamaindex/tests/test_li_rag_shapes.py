@@ -1,6 +1,6 @@
 """Query and chat engines under the one definition of a turn: a similarity cut-off drops nodes that
 the model never reads; condense_plus_context keeps the user's literal follow-up as the question and
-the condensed question among the queries."""
+the condensed question among the queries (condense_question too)."""
 
 from __future__ import annotations
 
@@ -37,11 +37,13 @@ def test_a_similarity_cutoff_keeps_only_the_nodes_above_it(instrumented, sink):
     assert_nothing_left()
 
 
-@pytest.mark.parametrize("follow_up_with", ["chat", "stream_chat", "achat"])
-def test_condense_plus_context_keeps_the_follow_up_as_the_question_and_the_condensed_one_as_a_query(
-        index, instrumented, sink, follow_up_with):
-    llm = ScriptedLLM(routes={"Standalone question:": CONDENSED})
-    engine = index.as_chat_engine(chat_mode="condense_plus_context", llm=llm, similarity_top_k=TOP_K)
+@pytest.mark.parametrize(("mode", "follow_up_with"), [
+    ("condense_plus_context", "chat"), ("condense_plus_context", "stream_chat"), ("condense_plus_context", "achat"),
+    ("condense_question", "chat")])
+def test_a_condensing_chat_keeps_the_follow_up_as_the_question_and_the_condensed_one_as_a_query(
+        index, instrumented, sink, mode, follow_up_with):
+    llm = ScriptedLLM(routes={"Standalone question": CONDENSED})  # both modes' condense prompts say so
+    engine = index.as_chat_engine(chat_mode=mode, llm=llm, similarity_top_k=TOP_K)
 
     assert engine.chat(QUESTION).response == ANSWER  # turn 1: no history, nothing to condense
     if follow_up_with == "chat":
