@@ -11,6 +11,7 @@ from typing import Any
 
 from li_support import DOCUMENTS, TOP_K
 from llama_index.core import VectorStoreIndex
+from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.types import ChatMessage, ChatResponse, MessageRole, ToolCallBlock
 from llama_index.core.llms.callbacks import llm_chat_callback
@@ -22,6 +23,7 @@ from pydantic import PrivateAttr
 # what the agents in the tests answer: not what the documents say (1 879 rubles)
 HALLUCINATED = "The SPbU dormitory costs 2,500 rubles a month."
 USER_MSG = "How much does the SPbU dormitory cost per month?"
+SEARCH = "dormitory fee"  # what the scripted model searches for
 
 
 @dataclass(frozen=True)
@@ -122,3 +124,9 @@ def clock_tool() -> FunctionTool:
         return "Today is Monday, the 2nd of March 2026."
 
     return FunctionTool.from_defaults(clock)
+
+
+def searching_agent(index, *replies: str, streaming: bool = False) -> FunctionAgent:
+    """A FunctionAgent whose model searches the documents once (search_docs), then replies."""
+    return FunctionAgent(tools=[search_tool(index)], streaming=streaming,
+                         llm=ScriptedAgentLLM([Call("search_docs", {"query": SEARCH}), *(replies or [HALLUCINATED])]))

@@ -9,7 +9,7 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from agent_support import HALLUCINATED, USER_MSG, Call, ScriptedAgentLLM, clock_tool, search_tool
+from agent_support import HALLUCINATED, USER_MSG, Call, ScriptedAgentLLM, clock_tool, search_tool, searching_agent
 from groundtrace.monitor import Monitor
 from li_support import CONTEXTS, TOP_K, ScriptedLLM, assert_nothing_left
 from llama_index.core.agent.workflow import AgentStream, AgentWorkflow, FunctionAgent, ReActAgent
@@ -26,6 +26,16 @@ NODES_IN_TOOL = [
     {"id": "dorm-ru#0", "score": pytest.approx(1.0), "metadata": {"lang": "ru", "source": "spbu.ru/dorm"},
      "tool": "search_docs"},
 ]
+
+
+def assert_searched_once(monitor, sink, root: str) -> None:
+    """One Record: the user's message, the agent's answer, the documents its search tool returned."""
+    assert monitor.flush(10)
+    [record] = sink.records
+    assert record.id.startswith(f"{root}.run-")
+    assert (record.question, record.answer, record.queries) == (USER_MSG, HALLUCINATED, ["dormitory fee"])
+    assert (record.contexts, record.metadata) == (CONTEXTS, {"nodes": NODES_IN_TOOL})
+    assert_nothing_left()
 
 
 def run(agent, user_msg: str = USER_MSG, **kwargs):
@@ -64,18 +74,13 @@ def test_function_agent_with_a_query_engine_tool_scores_the_agents_final_answer(
 
 
 def test_function_agent_with_a_function_tool_that_retrieves_keeps_the_documents(index, instrumented, sink):
-    agent = FunctionAgent(tools=[search_tool(index)], streaming=False,
-                          llm=ScriptedAgentLLM([Call("search_docs", {"query": "dormitory fee"}), HALLUCINATED]))
+    agent = searching_agent(index)
 
     assert str(run(agent)) == HALLUCINATED
 
-    assert instrumented.flush(10)
-    [record] = sink.records
-    assert (record.question, record.answer, record.queries) == (USER_MSG, HALLUCINATED, ["dormitory fee"])
-    assert record.contexts == CONTEXTS  # the tool returned the documents: they stand for its output
-    assert record.metadata == {"nodes": NODES_IN_TOOL}
+    # the tool returned the documents: they stand for its output
+    assert_searched_once(instrumented, sink, "FunctionAgent")
     assert groundtrace_llamaindex.stats().recorded == 1
-    assert_nothing_left()
 
 
 def test_react_agent_reads_its_observation(index, instrumented, sink):
@@ -87,12 +92,7 @@ def test_react_agent_reads_its_observation(index, instrumented, sink):
 
     assert str(run(agent)) == HALLUCINATED
 
-    assert instrumented.flush(10)
-    [record] = sink.records
-    assert record.id.startswith("ReActAgent.run-")
-    assert (record.question, record.answer, record.queries) == (USER_MSG, HALLUCINATED, ["dormitory fee"])
-    assert (record.contexts, record.metadata) == (CONTEXTS, {"nodes": NODES_IN_TOOL})
-    assert_nothing_left()
+    assert_searched_once(instrumented, sink, "ReActAgent")
 
 
 def test_agent_workflow_with_a_handoff_is_one_turn_and_the_handoff_is_no_context(index, instrumented, sink):
@@ -107,17 +107,11 @@ def test_agent_workflow_with_a_handoff_is_one_turn_and_the_handoff_is_no_context
     assert str(run(workflow)) == HALLUCINATED
 
     assert llm.calls_made == 3
-    assert instrumented.flush(10)
-    [record] = sink.records
-    assert record.id.startswith("AgentWorkflow.run-")
-    assert (record.question, record.answer, record.queries) == (USER_MSG, HALLUCINATED, ["dormitory fee"])
-    assert (record.contexts, record.metadata) == (CONTEXTS, {"nodes": NODES_IN_TOOL})
-    assert_nothing_left()
+    assert_searched_once(instrumented, sink, "AgentWorkflow")
 
 
 def test_a_streamed_agent_read_through_stream_events_gives_the_whole_answer(index, instrumented, sink):
-    agent = FunctionAgent(tools=[search_tool(index)], streaming=True,
-                          llm=ScriptedAgentLLM([Call("search_docs", {"query": "dormitory fee"}), HALLUCINATED]))
+    agent = searching_agent(index, streaming=True)
 
     async def go() -> tuple[list[str], str]:
         handler = agent.run(user_msg=USER_MSG)
@@ -136,8 +130,7 @@ def test_a_streamed_agent_read_through_stream_events_gives_the_whole_answer(inde
 def test_a_second_turn_reads_the_first_turns_tool_output_from_memory(index, instrumented, sink):
     follow_up = "And per year?"
     yearly = "That is 30,000 rubles a year."
-    agent = FunctionAgent(tools=[search_tool(index)], streaming=False,
-                          llm=ScriptedAgentLLM([Call("search_docs", {"query": "dormitory fee"}), HALLUCINATED, yearly]))
+    agent = searching_agent(index, HALLUCINATED, yearly)
 
     async def two_turns() -> None:
         memory = ChatMemoryBuffer.from_defaults()  # the conversation, kept across the two runs
@@ -186,8 +179,7 @@ def test_tool_options_must_be_lists_of_names(monitor):
 
 
 def test_an_excluded_agent_run_is_counted_not_scored(index, instrumented, sink):
-    agent = FunctionAgent(tools=[search_tool(index)], streaming=False,
-                          llm=ScriptedAgentLLM([Call("search_docs", {"query": "dormitory fee"}), HALLUCINATED]))
+    agent = searching_agent(index)
 
     async def go() -> None:
         with groundtrace_llamaindex.exclude():

@@ -8,7 +8,7 @@ import asyncio
 import logging
 
 import pytest
-from agent_support import USER_MSG, Call, ScriptedAgentLLM, search_tool
+from agent_support import USER_MSG, ScriptedAgentLLM, searching_agent
 from li_support import QUESTION, TOP_K, ScriptedLLM, assert_nothing_left, build_index
 from llama_index.core.agent.workflow import FunctionAgent
 from llama_index.core.workflow import StartEvent, StopEvent, Workflow, step
@@ -81,8 +81,7 @@ def test_a_workflow_whose_result_is_no_text_is_counted(index, instrumented):
 
 def test_stats_are_zero_when_not_instrumented_and_count_a_recorded_turn(index, monitor):
     assert groundtrace_llamaindex.stats() == groundtrace_llamaindex.CaptureStats()
-    agent = FunctionAgent(tools=[search_tool(index)], streaming=False,
-                          llm=ScriptedAgentLLM([Call("search_docs", {"query": "dormitory fee"}), "It is 1,879 rubles."]))
+    agent = searching_agent(index, "It is 1,879 rubles.")
     groundtrace_llamaindex.instrument(monitor=monitor)
     try:
         async def go() -> None:

@@ -130,12 +130,10 @@ def test_a_failed_request_records_no_span(index, global_provider, exporter, otel
 
 def test_an_agents_turn_is_scored_on_the_application_span_or_on_a_request_span_of_its_own(
         index, provider, global_provider, exporter, otel_monitor, sink):
-    from agent_support import HALLUCINATED, USER_MSG, Call, ScriptedAgentLLM, search_tool
-    from llama_index.core.agent.workflow import FunctionAgent
+    from agent_support import HALLUCINATED, USER_MSG, searching_agent
 
-    def agent() -> FunctionAgent:
-        return FunctionAgent(tools=[search_tool(index)], streaming=False,
-                             llm=ScriptedAgentLLM([Call("search_docs", {"query": "dormitory fee"}), HALLUCINATED]))
+    def agent():
+        return searching_agent(index)
 
     async def in_app_span() -> Any:
         with provider.get_tracer("app").start_as_current_span("request") as request:

@@ -33,18 +33,15 @@ NODES, TOOL_OUTPUT = "nodes", "tool"
 def choose_contexts(run: RootRun, answer: str, result: Any, tools: ToolFilter) -> tuple[list[str], dict[str, Any]] | None:
     """The contexts and the metadata that says where each came from, or None when the run saw
     nothing that could be one (no retrieval, no tool output)."""
-    response_nodes = source_nodes(result)
-    passages, latest = run_passages(run, response_nodes)
+    passages, latest, read_by_synthesizer = run_passages(run, source_nodes(result))
     call = None if run.answer_call_unseen else run.turn.answer_call(answer, llm_output_text)
     model_input = model_input_text(call.input) if call is not None else None
     if call is not None:
         passages.extend(unseen_tool_messages(call.input, passages, run.control_tools))
     if not passages:
         return None
-    read_by_synthesizer = [node_entry(item) for item in response_nodes]
-    texts = [entry.text for entry in read_by_synthesizer if entry is not None]
-    if texts:
-        model_input = "\n\n".join([model_input or "", *texts])
+    if read_by_synthesizer:
+        model_input = "\n\n".join([model_input or "", *read_by_synthesizer])
     selection = select_contexts(passages, model_input, tools)
     metadata: dict[str, Any] = {"nodes": [origin(p, latest, run.tool_names) for p in selection.contexts]}
     unused = first_of_each([p.summary() for p in selection.unused])
@@ -53,18 +50,26 @@ def choose_contexts(run: RootRun, answer: str, result: Any, tools: ToolFilter) -
     return [p.text for p in selection.contexts], metadata
 
 
-def run_passages(run: RootRun, response_nodes: list[Any]) -> tuple[list[Passage], dict[str, NodeWithScore]]:
-    """Every candidate the run saw, in order, and each node's latest NodeWithScore (a reranker's
-    or the response's score replaces the retriever's)."""
+def run_passages(run: RootRun, response_nodes: list[Any]) -> tuple[list[Passage], dict[str, NodeWithScore], list[str]]:
+    """Every candidate the run saw, in order (a node once per tool call it was retrieved in),
+    each node's latest NodeWithScore (a reranker's or the response's score replaces the
+    retriever's), and the texts of the response's own nodes."""
     passages: list[Passage] = []
     latest: dict[str, NodeWithScore] = {}
+    seen: set[tuple[str, str | None]] = set()
+    response_texts: list[str] = []
 
-    def add_nodes(items: list[Any], within: str | None) -> None:
+    def add_nodes(items: list[Any], within: str | None, texts: list[str] | None = None) -> None:
         for item in items:
             entry = node_entry(item)
-            if entry is not None:
+            if entry is None:
+                continue
+            latest[entry.id] = item
+            if texts is not None:
+                texts.append(entry.text)
+            if (entry.id, within) not in seen:
+                seen.add((entry.id, within))
                 passages.append(Passage(entry.text, DOCUMENT, id=entry.id, within=within))
-                latest[entry.id] = item
 
     for kind, value, call_id in run.found:
         if kind == NODES:
@@ -73,8 +78,8 @@ def run_passages(run: RootRun, response_nodes: list[Any]) -> tuple[list[Passage]
             text = tool_output_text(value)
             if text:
                 passages.append(Passage(text, TOOL, name=getattr(value, "tool_name", None), id=call_id))
-    add_nodes(response_nodes, None)
-    return passages, latest
+    add_nodes(response_nodes, None, response_texts)
+    return passages, latest, response_texts
 
 
 def tool_output_text(output: Any) -> str | None:

@@ -8,7 +8,7 @@ must never raise into LlamaIndex, and an unknown shape only means there is less 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,9 +42,6 @@ class NodeEntry:
     text: str
     score: float | None
     metadata: dict[str, Any] = field(default_factory=dict)
-
-    def summary(self) -> dict[str, Any]:
-        return {"id": self.id, "score": self.score, "metadata": self.metadata}
 
 
 def query_text(value: Any) -> str | None:
@@ -98,10 +95,6 @@ def node_entry(item: Any) -> NodeEntry | None:
     except Exception:
         return None
     return NodeEntry(id=node.node_id, text=text, score=item.score, metadata=dict(node.metadata or {}))
-
-
-def node_entries(nodes: Iterable[Any] | None) -> list[NodeEntry]:
-    return [entry for entry in map(node_entry, nodes or ()) if entry is not None]
 
 
 def final_result(result: Any) -> Any:

@@ -81,9 +81,10 @@ class RootRun:
 
     @classmethod
     def start(cls, span_id: str, arguments: dict[str, Any], tags: dict[str, Any] | None,
-              instance: Any = None) -> RootRun:
+              instance: Any = None, workflow: bool | None = None) -> RootRun:
+        """``workflow``: whether ``instance`` is a Workflow, if the caller knows already."""
         excluded = is_excluded(tags)
-        workflow = isinstance(instance, Workflow)
+        workflow = isinstance(instance, Workflow) if workflow is None else workflow
         question = start_event_question(arguments.get("start_event")) if workflow else input_text(arguments)
         return cls(
             span_id=span_id,
@@ -94,7 +95,7 @@ class RootRun:
             trace_links={} if excluded else current_links(),
             question=question,
             workflow=workflow,
-            control_tools=frozenset({HANDOFF_TOOL}) if isinstance(instance, AgentWorkflow) else frozenset(),
+            control_tools=frozenset({HANDOFF_TOOL}) if workflow and isinstance(instance, AgentWorkflow) else frozenset(),
             turn=Turn(question=question),
         )
 

@@ -45,6 +45,7 @@ from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent,
 from llama_index.core.instrumentation.events.synthesis import SynthesizeEndEvent
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.tools.types import BaseTool, ToolOutput
+from workflows import Workflow
 
 from groundtrace_llamaindex.extract import answer_text, final_result, llm_output_text, query_text
 from groundtrace_llamaindex.run import (
@@ -66,8 +67,8 @@ log = get_logger("groundtrace.llamaindex")
 # far above any real number of requests in flight in one process.
 MAX_OPEN_ROOTS = 10_000
 NO_SCOPE: tuple[str | None, str | None] = (None, None)
-_PLAIN, _LLM, _TOOL, _POSTPROCESSOR = 0, 1, 2, 3
-_KINDS = ((BaseLLM, _LLM), (BaseTool, _TOOL), (BaseNodePostprocessor, _POSTPROCESSOR))
+_PLAIN, _LLM, _TOOL, _POSTPROCESSOR, _WORKFLOW = 0, 1, 2, 3, 4
+_KINDS = ((BaseLLM, _LLM), (BaseTool, _TOOL), (BaseNodePostprocessor, _POSTPROCESSOR), (Workflow, _WORKFLOW))
 
 
 @dataclass
@@ -130,12 +131,13 @@ class RootTracker:
             return False
         kind = self._kind(instance)
         if parent_id is None:
-            run = RootRun.start(span_id, arguments, tags, instance)
+            run = RootRun.start(span_id, arguments, tags, instance, workflow=kind == _WORKFLOW)
             with self._lock:
                 self._counts.roots += 1
                 self._runs[span_id] = run
                 self._root_of[span_id] = span_id
-                self._enter_scope(run, span_id, NO_SCOPE, kind, instance, arguments)
+                if kind != _PLAIN:
+                    self._enter_scope(run, span_id, NO_SCOPE, kind, instance, arguments)
                 evicted = self._evict_beyond_limit()
             if evicted:
                 self._no_record(EVICTED, evicted)
@@ -151,7 +153,9 @@ class RootTracker:
             self._root_of[span_id] = root_id
             run = self._runs[root_id]
             run.open_children.add(span_id)
-            self._enter_scope(run, span_id, self._scope_of.get(parent_id, NO_SCOPE), kind, instance, arguments)
+            scope = self._scope_of.get(parent_id, NO_SCOPE)
+            if kind != _PLAIN or scope is not NO_SCOPE:  # most spans are neither in nor of a tool or LLM
+                self._enter_scope(run, span_id, scope, kind, instance, arguments)
             return True
 
     def span_exited(self, span_id: str, instance: Any, result: Any) -> None:
