@@ -207,9 +207,10 @@ class RootTracker:
             self._awaiting[span_id] = run.span_id
 
     def _end_call(self, run: RootRun, span_id: str, response: Any) -> None:
-        if run.end_call(span_id, response):
+        if run.end_call(span_id, response):  # False for a nested wrapper's end (the same response)
             self._awaiting.pop(span_id, None)
-        run.note_answer(llm_output_text(response), LLM_END)
+            if not run.workflow:  # a workflow's answer is its result, never a model call's output
+                run.note_answer(llm_output_text(response), LLM_END)
 
     def _read_child_result(self, run: RootRun, span_id: str, instance: Any, result: Any) -> None:
         """A tool call's output, or the nodes a postprocessor kept (with a reranker's scores)."""
@@ -261,13 +262,14 @@ class RootTracker:
             log.debug("groundtrace: the stream of %s raised or was not read to the end: not scored", run.name)
             self._no_record(STREAM_UNFINISHED)
         else:
-            run.note_streamed_answer(text)
-            self._submit(run, text, response)
+            self._submit(run, text, response, streamed=True)
 
-    def _submit(self, run: RootRun, answer: str | None, result: Any) -> None:
+    def _submit(self, run: RootRun, answer: str | None, result: Any, streamed: bool = False) -> None:
         if self._closed:
             return
         try:  # this runs on the caller's thread, even inside its `for token in stream`
+            if streamed and answer is not None:
+                run.note_streamed_answer(answer)
             if not run.is_turn():
                 with self._lock:
                     self._counts.not_turns += 1
@@ -285,8 +287,11 @@ class RootTracker:
             log.debug("groundtrace: could not submit the record of %s", run.name, exc_info=True)
 
     def _no_record(self, reason: str, times: int = 1) -> None:
-        for _ in range(times):
-            self._reasons.count(reason, HINTS.get(reason, ""))
+        try:  # called on the caller's thread too (a stream's end): never raises into it
+            for _ in range(times):
+                self._reasons.count(reason, HINTS.get(reason, ""))
+        except Exception:
+            log.debug("groundtrace: could not count a turn with no record", exc_info=True)
 
     # ------------------------------------------------------------------ bookkeeping (lock held)
     def _kind(self, instance: Any) -> int:
