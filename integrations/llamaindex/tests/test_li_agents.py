@@ -83,6 +83,21 @@ def test_function_agent_with_a_function_tool_that_retrieves_keeps_the_documents(
     assert groundtrace_llamaindex.stats().recorded == 1
 
 
+def test_a_tool_that_returns_directly_is_the_answer_and_its_documents_the_contexts(index, instrumented, sink):
+    tool = search_tool(index)
+    tool.metadata.return_direct = True  # the tool's output goes to the user as it is: no model writes it
+    agent = FunctionAgent(tools=[tool], streaming=False, llm=ScriptedAgentLLM([Call("search_docs", {"query": "dormitory fee"})]))
+
+    answer = str(run(agent))
+
+    assert answer == "\n\n".join(CONTEXTS)
+    assert instrumented.flush(10)
+    [record] = sink.records
+    assert (record.question, record.answer, record.contexts) == (USER_MSG, answer, CONTEXTS)
+    assert record.metadata == {"nodes": NODES_IN_TOOL}
+    assert_nothing_left()
+
+
 def test_react_agent_reads_its_observation(index, instrumented, sink):
     llm = ScriptedAgentLLM([
         'Thought: I need the documents.\nAction: search_docs\nAction Input: {"query": "dormitory fee"}',

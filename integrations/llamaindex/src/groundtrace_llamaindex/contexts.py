@@ -40,6 +40,8 @@ def choose_contexts(run: RootRun, answer: str, result: Any, tools: ToolFilter) -
         passages.extend(unseen_tool_messages(call.input, passages, run.control_tools))
     if not passages:
         return None
+    if model_input is not None and returned_directly(answer, call, passages):
+        model_input = None  # no model wrote it: nothing says which passages it came from; all are kept
     if read_by_synthesizer:
         model_input = "\n\n".join([model_input or "", *read_by_synthesizer])
     selection = select_contexts(passages, model_input, tools)
@@ -80,6 +82,16 @@ def run_passages(run: RootRun, response_nodes: list[Any]) -> tuple[list[Passage]
                 passages.append(Passage(text, TOOL, name=getattr(value, "tool_name", None), id=call_id))
     add_nodes(response_nodes, None, response_texts)
     return passages, latest, response_texts
+
+
+def returned_directly(answer: str, call: Any, passages: list[Passage]) -> bool:
+    """The answer is a tool's output handed to the user as it was (``return_direct=True``), not the
+    output of the model call the kit fell back to."""
+    wanted = normalize(answer)
+    written = llm_output_text(call.output) if call is not None else None
+    if written and wanted in normalize(written):
+        return False
+    return any(p.kind == TOOL and normalize(p.text) == wanted for p in passages)
 
 
 def tool_output_text(output: Any) -> str | None:
