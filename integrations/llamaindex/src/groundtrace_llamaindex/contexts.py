@@ -4,7 +4,8 @@
 LlamaIndex's reading of that rule (groundtrace.turn.select_contexts) adds one thing: the nodes a
 final Response names as its ``source_nodes`` are what its synthesizer was given, and a synthesizer
 may read them over several model calls (refine, tree_summarize) of which the answer's call is only
-the last; so they count as read by the answer's call.
+the last; so they count as read by the answer's call. And where no model wrote the answer (a
+tool's output returned directly), every candidate is kept, as when no model call was seen.
 """
 
 from __future__ import annotations
