@@ -38,7 +38,6 @@ _MIN_PIECE = 24
 # A passage whose own text is not in the prompt verbatim (a template cut or re-wrapped it) still
 # counts when most of its sentences are there.
 _MIN_PIECE_SHARE = 0.6
-_SPACE = re.compile(r"\s+")
 _PIECES = re.compile(r"(?<=[.!?。！？;；])\s+|\n+")
 
 
@@ -83,8 +82,9 @@ class ToolFilter:
 
 
 def normalize(text: str) -> str:
-    """Whitespace folded to single spaces: templates re-wrap and indent what they insert."""
-    return _SPACE.sub(" ", text).strip()
+    """Whitespace folded to single spaces: templates re-wrap and indent what they insert.
+    (str.split() splits on exactly the characters re's \\s matches, at twice the speed of re.sub.)"""
+    return " ".join(text.split())
 
 
 def appears_in(text: str, model_input: str) -> bool:
@@ -118,12 +118,18 @@ class Selection:
 def select_contexts(passages: Sequence[Passage], model_input: str | None,
                     tools: ToolFilter = ToolFilter()) -> Selection:
     """The contexts of a turn: the passages whose text reached ``model_input``, in the order they
-    were seen, each text once; a tool output retrieved as documents is kept as those documents."""
+    were seen, each text once; a tool output retrieved as documents is kept as those documents
+    (which a ToolFilter then treats as that tool's output)."""
     haystack = None if model_input is None else normalize(model_input)
+    # a document retrieved inside a tool call is that tool's output: it follows the tool's filter
+    tool_of = {p.id: p.name for p in passages if p.kind == TOOL and p.id is not None}
     reached: list[Passage] = []
     unused: list[Passage] = []
     for passage in passages:
-        allowed = passage.kind != TOOL or tools.allows(passage.name)
+        if passage.kind == TOOL:
+            allowed = tools.allows(passage.name)
+        else:
+            allowed = passage.within not in tool_of or tools.allows(tool_of[passage.within])
         if allowed and (haystack is None or appears_in(passage.text, haystack)):
             reached.append(passage)
         else:

@@ -57,9 +57,11 @@ class ScriptedLLM(CustomLLM):
     requests can be told apart. ``fail``: "call" raises when called, "stream" raises after the first
     streamed token. ``barrier``: every call waits there (all requests in flight at once).
     ``gate``: a stream waits there after its first token (the test decides when it ends).
+    ``routes``: a prompt that contains a key is answered with its value (a condense or rerank prompt).
     """
 
     answer: str = ANSWER
+    routes: dict[str, str] = {}
     echo_query: bool = False
     fail: str | None = None
     barrier: Any = None
@@ -74,6 +76,9 @@ class ScriptedLLM(CustomLLM):
             raise RuntimeError("the LLM is down")
         if self.barrier is not None:
             self.barrier.wait(timeout=20)
+        for marker, reply in self.routes.items():
+            if marker in prompt:
+                return reply
         if self.echo_query:
             match = re.search(r"Query: (.*)\nAnswer:", prompt)
             return f"Answer to: {match.group(1) if match else '?'}"

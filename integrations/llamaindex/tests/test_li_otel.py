@@ -3,7 +3,9 @@ application's own span when one is current, or else the adapter's "groundtrace.r
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -124,3 +126,32 @@ def test_a_failed_request_records_no_span(index, global_provider, exporter, otel
 
     assert otel_monitor.flush(10)
     assert exporter.get_finished_spans() == ()
+
+
+def test_an_agents_turn_is_scored_on_the_application_span_or_on_a_request_span_of_its_own(
+        index, provider, global_provider, exporter, otel_monitor, sink):
+    from agent_support import HALLUCINATED, USER_MSG, searching_agent
+
+    def agent():
+        return searching_agent(index)
+
+    async def in_app_span() -> Any:
+        with provider.get_tracer("app").start_as_current_span("request") as request:
+            await agent().run(user_msg=USER_MSG)  # the run's task starts inside the application's span
+        return request
+
+    request = asyncio.run(in_app_span())
+    assert otel_monitor.flush(10)
+    [first] = sink.records
+    assert (first.trace_id, first.span_id) == hex_ids(request.get_span_context())
+
+    async def alone() -> None:
+        await agent().run(user_msg=USER_MSG)
+
+    asyncio.run(alone())
+    assert otel_monitor.flush(10)
+    second = sink.records[1]
+    [own] = [span for span in exporter.get_finished_spans() if span.name == "groundtrace.request"]
+    assert (second.trace_id, second.span_id) == hex_ids(own.context)
+    assert dict(own.attributes) == {"openinference.span.kind": "CHAIN", "input.value": USER_MSG,
+                                    "output.value": HALLUCINATED, "groundtrace.llamaindex.root": "FunctionAgent.run"}

@@ -133,7 +133,9 @@ def test_contexts_are_the_nodes_the_answer_was_written_from(index, instrumented,
     assert instrumented.flush(10)
     [record] = sink.records
     assert record.contexts == [DORM_RU]
-    assert record.metadata == {"nodes": expected_nodes(pytest.approx(1.0))[1:]}
+    # the dropped node is named beside the Record (no text): retrieved, never read
+    assert record.metadata == {"nodes": expected_nodes(pytest.approx(1.0))[1:],
+                               "unused_contexts": [{"kind": "document", "id": "dorm-en#0"}]}
 
 
 def test_calls_without_a_question_and_an_answer_are_not_requests(instrumented, sink):

@@ -99,11 +99,14 @@ def test_roots_that_never_end_are_bounded(monitor, sink):
         tracker.span_started(root, None, {"message": QUESTION}, None)
 
     assert tracker.open_roots == 3
-    tracker.span_exited(roots[0], None, Response(response=ANSWER))  # forgotten: the oldest
-    tracker.span_exited(roots[4], None, Response(response=ANSWER))
+    tracker.span_exited(roots[0], None, Response(response=ANSWER, source_nodes=[NODE]))  # forgotten: the oldest
+    tracker.span_exited(roots[4], None, Response(response=ANSWER, source_nodes=[NODE]))
 
     assert monitor.flush(10)
     assert [record.id for record in sink.records] == [roots[4]]
+    stats = tracker.stats()  # the two evicted are counted, not lost
+    assert (stats.roots, stats.recorded, stats.no_record, stats.in_flight) == (
+        5, 1, {"too many requests open at once": 2}, 2)
 
 
 def test_after_close_nothing_is_tracked(monitor, sink):

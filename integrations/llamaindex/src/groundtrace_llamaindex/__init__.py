@@ -1,4 +1,4 @@
-"""groundtrace for LlamaIndex: score every query and chat answer for hallucination, in the background.
+"""groundtrace for LlamaIndex: score every query, chat, agent and workflow answer for hallucination, in the background.
 
     import groundtrace_llamaindex
     groundtrace_llamaindex.instrument(metrics=["lexical"], sinks=["otel"])
@@ -12,12 +12,13 @@ See README.md for what is captured, streaming and chat behaviour, errors and env
 from groundtrace_llamaindex.evaluator import GroundtraceEvaluator
 from groundtrace_llamaindex.exclusion import exclude
 from groundtrace_llamaindex.handlers import GroundtraceEventHandler, GroundtraceSpanHandler
-from groundtrace_llamaindex.instrumentation import instrument, is_instrumented, uninstrument
-from groundtrace_llamaindex.tracker import RootTracker
+from groundtrace_llamaindex.instrumentation import instrument, is_instrumented, stats, uninstrument
+from groundtrace_llamaindex.tracker import CaptureStats, RootTracker
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "CaptureStats",
     "GroundtraceEvaluator",
     "GroundtraceEventHandler",
     "GroundtraceSpanHandler",
@@ -25,5 +26,6 @@ __all__ = [
     "exclude",
     "instrument",
     "is_instrumented",
+    "stats",
     "uninstrument",
 ]

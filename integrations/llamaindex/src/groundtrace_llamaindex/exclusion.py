@@ -20,6 +20,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from groundtrace.monitor import Monitor
+from llama_index.core.instrumentation.dispatcher import active_instrument_tags
 
 _excluded: ContextVar[bool] = ContextVar("groundtrace_llamaindex_excluded", default=False)
 
@@ -35,4 +36,5 @@ def exclude() -> Iterator[None]:
 
 
 def is_excluded(tags: Mapping[str, Any] | None) -> bool:
-    return _excluded.get() or Monitor.excludes(tags)
+    # a workflow's run span is opened with no tags: the instrument_tags in force are read instead
+    return _excluded.get() or Monitor.excludes(tags if tags is not None else active_instrument_tags.get())

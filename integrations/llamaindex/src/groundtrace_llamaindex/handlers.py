@@ -46,7 +46,7 @@ class GroundtraceSpanHandler(BaseSpanHandler[BaseSpan]):
                  **kwargs: Any) -> BaseSpan | None:
         try:
             if self.tracker is not None:  # set by __init__
-                self.tracker.span_started(id_, parent_span_id, bound_args.arguments, tags)
+                self.tracker.span_started(id_, parent_span_id, bound_args.arguments, tags, instance)
         except Exception:
             log.debug("groundtrace: span start %s failed", id_, exc_info=True)
         return None

@@ -1,4 +1,4 @@
-"""RootRun: what one root span has shown so far, and the Record it becomes when it ends."""
+"""RootRun: what one root span (one user turn) has shown so far, and the Record it becomes when it ends."""
 
 from __future__ import annotations
 
@@ -9,9 +9,18 @@ from typing import Any
 from groundtrace.capture import end_request_span, start_request_span
 from groundtrace.record import Record
 from groundtrace.trace_context import current_links, otel_ids
+from groundtrace.turn import ModelCall, ToolFilter, Turn
+from llama_index.core.agent.workflow import AgentWorkflow
+from workflows import Workflow
 
+from groundtrace_llamaindex.contexts import NODES, TOOL_OUTPUT, choose_contexts
 from groundtrace_llamaindex.exclusion import is_excluded
-from groundtrace_llamaindex.extract import NodeEntry, input_text, node_entries
+from groundtrace_llamaindex.extract import (
+    input_text,
+    last_user_message,
+    start_event_question,
+    tool_query,
+)
 
 # How much an event's answer is trusted when the root's own result carries none: the outermost
 # query's end is the final answer; a synthesis or a bare LLM call may be an intermediate step.
@@ -19,18 +28,27 @@ QUERY_END, SYNTHESIZE_END, LLM_END = 3, 2, 1
 TRACER_NAME = "groundtrace_llamaindex"
 # Span ids are "Class.method-<uuid4>"; the uuid with its dash is 37 characters.
 _UUID_SUFFIX = 37
+# AgentWorkflow's own tool for passing the turn to another agent: control flow, never a context
+HANDOFF_TOOL = "handoff"
+EVERY_TOOL = ToolFilter()  # no include_tools / exclude_tools: every tool's output may be a context
+
+# Why a turn made no Record (counted per reason in stats(), said once at INFO level)
+NO_QUESTION = "no question"
+NO_ANSWER = "no answer"
+NOTHING_TO_SCORE = "no retrieval and no tool output"
+RAISED = "it raised"
+STREAM_UNFINISHED = "its stream raised or was not read to the end"
+EVICTED = "too many requests open at once"
+HINTS = {
+    NO_QUESTION: "its input names no user message (README, 'What is captured')",
+    NO_ANSWER: "its result is no text (README, 'What is captured')",
+    NOTHING_TO_SCORE: "nothing to score",
+    EVICTED: "the oldest open requests are dropped unscored",
+}
 
 
 def span_name(span_id: str) -> str:
     return span_id[:-_UUID_SUFFIX] if len(span_id) > _UUID_SUFFIX else span_id
-
-
-def first_by_id(entries: list[NodeEntry]) -> list[NodeEntry]:
-    """One entry per node id, where it first appeared (a node retrieved twice is one context)."""
-    unique: dict[str, NodeEntry] = {}
-    for entry in entries:
-        unique.setdefault(entry.id, entry)
-    return list(unique.values())
 
 
 @dataclass(eq=False)
@@ -40,19 +58,34 @@ class RootRun:
     excluded: bool
     trace_ids: tuple[str, str] | None
     trace_links: dict[str, str]
-    question: str | None = None  # the root call's own input (a chat message, a query)
+    question: str | None = None  # the root call's own input (a chat message, a query, a user_msg)
+    # a workflow's run (an agent's too): its answer is its result, never an intermediate step's
+    workflow: bool = False
+    control_tools: frozenset[str] = frozenset()
     first_question: str | None = None  # of the first query or retrieval in the run
-    retrieved: list[Any] = field(default_factory=list)  # NodeWithScore, in retrieval order; read at the end
+    turn: Turn = field(default_factory=Turn)
+    # what may be a context, raw and in order: (NODES, [NodeWithScore], tool call) or
+    # (TOOL_OUTPUT, ToolOutput, tool call); rendered to text only at the end
+    found: list[tuple[str, Any, str | None]] = field(default_factory=list)
+    tool_names: dict[str, str] = field(default_factory=dict)  # tool call (span id) -> tool name
+    # model calls waiting for their end event: event span id -> (call, the LLM span it runs in)
+    pending: dict[str, tuple[ModelCall, str]] = field(default_factory=dict)
+    busy_llms: set[str] = field(default_factory=set)
     answer_from_events: str | None = None
     answer_question: str | None = None  # the query the event's answer was given to
     answer_rank: int = 0
     open_children: set[str] = field(default_factory=set)
     # a chat stream whose writer (LlamaIndex's write_response_to_history) the run waits for
     awaited_writer: Any = None
+    answer_call_unseen: bool = False
 
     @classmethod
-    def start(cls, span_id: str, arguments: dict[str, Any], tags: dict[str, Any] | None) -> RootRun:
+    def start(cls, span_id: str, arguments: dict[str, Any], tags: dict[str, Any] | None,
+              instance: Any = None, workflow: bool | None = None) -> RootRun:
+        """``workflow``: whether ``instance`` is a Workflow, if the caller knows already."""
         excluded = is_excluded(tags)
+        workflow = isinstance(instance, Workflow) if workflow is None else workflow
+        question = start_event_question(arguments.get("start_event")) if workflow else input_text(arguments)
         return cls(
             span_id=span_id,
             started_ns=time.time_ns(),
@@ -60,7 +93,10 @@ class RootRun:
             # an excluded call gets no trace ids: nothing will be attached to its trace
             trace_ids=None if excluded else otel_ids(),
             trace_links={} if excluded else current_links(),
-            question=input_text(arguments),
+            question=question,
+            workflow=workflow,
+            control_tools=frozenset({HANDOFF_TOOL}) if workflow and isinstance(instance, AgentWorkflow) else frozenset(),
+            turn=Turn(question=question),
         )
 
     @property
@@ -69,43 +105,95 @@ class RootRun:
 
     # ------------------------------------------------------------------------- from events
     def note_question(self, text: str | None) -> None:
+        """A query or retrieval's input: derived from the question (or, in a hand-written root
+        that names none, standing for it)."""
         if text is not None and self.first_question is None:
             self.first_question = text
+        self.turn.note_query(text)
 
-    def note_nodes(self, nodes: Any) -> None:
-        if isinstance(nodes, list):
-            self.retrieved.extend(nodes)
+    def note_nodes(self, nodes: Any, within: str | None) -> None:
+        if isinstance(nodes, list) and nodes:
+            self.found.append((NODES, nodes, within))
+
+    def note_tool_call(self, call_id: str, name: str | None, arguments: dict[str, Any]) -> None:
+        if name is not None:
+            self.tool_names[call_id] = name
+        if name not in self.control_tools:
+            self.turn.note_query(tool_query(arguments))
+
+    def note_tool_output(self, call_id: str, output: Any) -> None:
+        if not getattr(output, "is_error", False) and getattr(output, "tool_name", None) not in self.control_tools:
+            self.found.append((TOOL_OUTPUT, output, call_id))
+
+    def start_call(self, event_span: str, llm_span: str, model_input: Any) -> bool:
+        """A model call began; False for a nested wrapper of a call already begun (``achat`` ->
+        ``chat`` both send start events) in the same LLM span."""
+        if llm_span in self.busy_llms:
+            return False
+        self.busy_llms.add(llm_span)
+        self.pending[event_span] = (self.turn.start_call(model_input), llm_span)
+        return True
+
+    def end_call(self, event_span: str, response: Any) -> bool:
+        entry = self.pending.pop(event_span, None)
+        if entry is None:
+            return False
+        call, llm_span = entry
+        call.output = response
+        self.busy_llms.discard(llm_span)
+        return True
+
+    def note_streamed_answer(self, text: str) -> None:
+        """A stream read after the root ended: its model call's end event came too late to be
+        read (the run was closed), so the call still waiting is given the text it streamed."""
+        for call in reversed(self.turn.calls):
+            if call.output is None:
+                call.output = text
+                return
+        # the stream's model call ran after the root (an async stream starts it only when read):
+        # none of the run's calls wrote this answer
+        self.answer_call_unseen = True
 
     def note_answer(self, text: str | None, rank: int, question: str | None = None) -> None:
         if text is not None and rank >= self.answer_rank:
             self.answer_from_events, self.answer_question, self.answer_rank = text, question, rank
 
     # ---------------------------------------------------------------------------- the end
-    def to_record(self, answer: str | None, response_nodes: list[Any], span_text: bool = True) -> Record | None:
-        """The Record of this run, or None when it has no question or no answer to score.
-        ``span_text=False``: a request span written here carries no question or answer (a mask or
-        GROUNDTRACE_CAPTURE_TEXT=false is in force)."""
-        if answer is None:  # the root's result is no answer: take the best one an event carried,
-            answer, paired = self.answer_from_events, self.answer_question  # with its own question
-        else:
-            paired = None
-        question = self.question or paired or self.first_question
-        if question is None or answer is None:
-            return None
-        # the nodes the response names are what the answer was written from (a reranker or a
-        # similarity cutoff may have dropped some retrieved ones); else all that was retrieved
-        entries = first_by_id(node_entries(response_nodes or self.retrieved))
+    def is_turn(self) -> bool:
+        """Index building, bare embedding or LLM calls are roots too, but no one's turn: a turn has
+        a question or something retrieved."""
+        return bool(self.question or self.first_question or self.found)
+
+    def to_record(self, answer: str | None, result: Any, tools: ToolFilter = EVERY_TOOL,
+                  span_text: bool = True) -> Record | str:
+        """The Record of this run, or why it has none. ``result``: what the root returned (its
+        source nodes are what a synthesizer read). ``span_text=False``: a request span written here
+        carries no question or answer (a mask or GROUNDTRACE_CAPTURE_TEXT=false is in force)."""
+        paired = None
+        if answer is None and not self.workflow:  # the root returned no answer: take the best one
+            answer, paired = self.answer_from_events, self.answer_question  # an event had, with its question
+        question = self.question or paired
+        if question is None:
+            question = self._first_user_message() if self.workflow else self.first_question
+        if question is None:
+            return NO_QUESTION
+        if answer is None:
+            return NO_ANSWER
+        chosen = choose_contexts(self, answer, result, tools)
+        if chosen is None:
+            return NOTHING_TO_SCORE
+        contexts, metadata = chosen
         trace_ids = self.trace_ids
         if trace_ids is None and not self.excluded:
             shown: tuple[str | None, str | None] = (question, answer) if span_text else (None, None)
             trace_ids = request_span(self.name, shown[0], shown[1], self.started_ns, time.time_ns())
-        metadata: dict[str, Any] = {"nodes": [entry.summary() for entry in entries]}
         if self.excluded:
             metadata["groundtrace_exclude"] = True
         return Record(
             id=self.span_id,
             question=question,
-            contexts=[entry.text for entry in entries],
+            queries=[query for query in self.turn.queries if query != question] or None,
+            contexts=contexts,
             answer=answer,
             metadata=metadata,
             trace_id=trace_ids[0] if trace_ids else None,
@@ -114,6 +202,10 @@ class RootRun:
             # what was current at the start wins
             trace_links={} if self.excluded else {**current_links(), **self.trace_links},
         )
+
+    def _first_user_message(self) -> str | None:
+        """A workflow resumed without a StartEvent: the user's message its first model call read."""
+        return last_user_message(self.turn.calls[0].input) if self.turn.calls else None
 
 
 def request_span(root_name: str, question: str | None, answer: str | None, start_ns: int,

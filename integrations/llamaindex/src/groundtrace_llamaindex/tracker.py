@@ -1,39 +1,64 @@
-"""RootTracker: follows every LlamaIndex root span to its end and submits one Record per root.
+"""RootTracker: follows every LlamaIndex root span (one user turn) to its end and submits one Record per turn.
 
 A root is a span that starts with no LlamaIndex span around it: ``query``, ``chat``,
-``stream_chat``, their async twins, or a function of the application decorated with
-``dispatcher.span``. Each later span and event is filed under its root by span id, so concurrent
-requests (threads, asyncio tasks) never mix. A root ends:
+``stream_chat``, their async twins, a workflow's or an agent's run (``FunctionAgent.run-…``,
+``AgentWorkflow.run-…``, ``MyWorkflow.run-…``: the span the workflow runtime opens around all its
+steps), or a function of the application decorated with ``dispatcher.span``. Each later span and
+event is filed under its root by span id, so concurrent requests (threads, asyncio tasks) never
+mix. A root ends:
 
-- with its span, when the result is final (Response, AgentChatResponse, a string);
+- with its span, when the result is final (Response, AgentChatResponse, a string, a workflow's StopEvent);
 - when the caller has read a StreamingResponse / AsyncStreamingResponse to its end (the LLM only
   runs while the stream is read, after the root span is over);
 - when LlamaIndex's writer thread or task has read a chat stream (StreamingAgentChatResponse) to
   its end: the ``write_response_to_history`` span that is a child of the root.
 
-A root that raises, a stream that raises or is left unread, and a root with no question or no
-answer (index building, a bare embedding call) are not scored and leave nothing behind.
+A root that raises, a stream that raises or is left unread, and a turn with no question, no answer
+or nothing to score are not scored: the reason is counted in stats() and said once at INFO level.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 from groundtrace.monitor import Monitor
 from groundtrace.privacy import Mask
+from groundtrace.record import Record
 from groundtrace.redaction import get_logger
+from groundtrace.turn import NoRecordReasons, ToolFilter
+from llama_index.core.base.llms.base import BaseLLM
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
 from llama_index.core.chat_engine.types import StreamingAgentChatResponse
-from llama_index.core.instrumentation.events.llm import LLMChatEndEvent, LLMCompletionEndEvent
+from llama_index.core.instrumentation.events.llm import (
+    LLMChatEndEvent,
+    LLMChatStartEvent,
+    LLMCompletionEndEvent,
+    LLMCompletionStartEvent,
+)
 from llama_index.core.instrumentation.events.query import QueryEndEvent, QueryStartEvent
+from llama_index.core.instrumentation.events.rerank import ReRankEndEvent
 from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent, RetrievalStartEvent
 from llama_index.core.instrumentation.events.synthesis import SynthesizeEndEvent
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.tools.types import BaseTool, ToolOutput
+from workflows import Workflow
 
-from groundtrace_llamaindex.extract import answer_text, llm_output_text, query_text, source_nodes
-from groundtrace_llamaindex.run import LLM_END, QUERY_END, SYNTHESIZE_END, RootRun
+from groundtrace_llamaindex.extract import answer_text, final_result, llm_output_text, query_text
+from groundtrace_llamaindex.run import (
+    EVERY_TOOL,
+    EVICTED,
+    HINTS,
+    LLM_END,
+    QUERY_END,
+    RAISED,
+    STREAM_UNFINISHED,
+    SYNTHESIZE_END,
+    RootRun,
+)
 from groundtrace_llamaindex.streams import follow_async_tokens, follow_tokens
 
 log = get_logger("groundtrace.llamaindex")
@@ -41,33 +66,48 @@ log = get_logger("groundtrace.llamaindex")
 # Roots whose end never comes (a chat stream whose writer task never ran) must not pile up forever;
 # far above any real number of requests in flight in one process.
 MAX_OPEN_ROOTS = 10_000
+NO_SCOPE: tuple[str | None, str | None] = (None, None)
+_PLAIN, _LLM, _TOOL, _POSTPROCESSOR, _WORKFLOW = 0, 1, 2, 3, 4
+_KINDS = ((BaseLLM, _LLM), (BaseTool, _TOOL), (BaseNodePostprocessor, _POSTPROCESSOR), (Workflow, _WORKFLOW))
 
-# The events that carry something for the Record; every other event is ignored at one dict lookup.
-EVENT_READERS: dict[type, Callable[[RootRun, Any], None]] = {
-    QueryStartEvent: lambda run, e: run.note_question(query_text(e.query)),
-    RetrievalStartEvent: lambda run, e: run.note_question(query_text(e.str_or_query_bundle)),
-    RetrievalEndEvent: lambda run, e: run.note_nodes(e.nodes),
-    QueryEndEvent: lambda run, e: run.note_answer(answer_text(e.response), QUERY_END, query_text(e.query)),
-    SynthesizeEndEvent: lambda run, e: run.note_answer(answer_text(e.response), SYNTHESIZE_END, query_text(e.query)),
-    LLMCompletionEndEvent: lambda run, e: run.note_answer(llm_output_text(e.response), LLM_END),
-    LLMChatEndEvent: lambda run, e: run.note_answer(llm_output_text(e.response), LLM_END),
-}
+
+@dataclass
+class CaptureStats:
+    """Where every root span went. ``roots`` = ``recorded`` + the ``no_record`` counts + ``not_turns``
+    + ``in_flight``."""
+
+    roots: int = 0
+    recorded: int = 0  # a Record was submitted to the Monitor (which samples: see its stats)
+    excluded: int = 0  # of those, marked excluded (metadata groundtrace_exclude)
+    not_turns: int = 0  # roots with no question and no retrieval: index building, bare embedding or LLM calls
+    no_record: dict[str, int] = field(default_factory=dict)  # turns not recorded, per reason
+    in_flight: int = 0
 
 
 class RootTracker:
-    """``mask`` goes with each Record to the Monitor, which applies it off the request path."""
+    """``mask`` goes with each Record to the Monitor, which applies it off the request path;
+    ``tools`` says which tools' outputs may be contexts."""
 
-    def __init__(self, monitor: Monitor, *, max_open_roots: int = MAX_OPEN_ROOTS, mask: Mask | None = None) -> None:
+    def __init__(self, monitor: Monitor, *, max_open_roots: int = MAX_OPEN_ROOTS, mask: Mask | None = None,
+                 tools: ToolFilter = EVERY_TOOL) -> None:
         self._monitor = monitor
         self._mask = mask
+        self._tools = tools
         # the request span this adapter may write carries the text only where nothing hides it
         self._span_text = monitor.shows_raw_text and mask is None
         self._max_open_roots = max_open_roots
         self._lock = threading.Lock()
         self._runs: dict[str, RootRun] = {}  # root span id -> run, oldest first
         self._root_of: dict[str, str] = {}  # span id (roots included) -> its root span id
+        # only spans inside a tool call or an LLM call: span id -> (tool call span, outermost LLM span)
+        self._scope_of: dict[str, tuple[str | None, str | None]] = {}
+        # a model call's span whose end event is still to come: a stream's comes after its span ended
+        self._awaiting: dict[str, str] = {}
+        self._kinds: dict[type, int] = {}
         self._closed = False
         self._warned_full = False
+        self._reasons = NoRecordReasons("LlamaIndex")
+        self._counts = CaptureStats()
 
     @property
     def open_roots(self) -> int:
@@ -75,31 +115,47 @@ class RootTracker:
 
     @property
     def tracked_spans(self) -> int:
-        return len(self._root_of)
+        return len(self._root_of) + len(self._awaiting)
+
+    def stats(self) -> CaptureStats:
+        with self._lock:
+            counts = self._counts
+            return CaptureStats(counts.roots, counts.recorded, counts.excluded, counts.not_turns,
+                                self._reasons.counts(), len(self._runs))
 
     # ----------------------------------------------------------------------------- spans
     def span_started(self, span_id: str, parent_id: str | None, arguments: dict[str, Any],
-                     tags: dict[str, Any] | None) -> bool:
+                     tags: dict[str, Any] | None, instance: Any = None) -> bool:
         """File a new span under its root; True if it is tracked."""
         if self._closed:
             return False
+        kind = self._kind(instance)
         if parent_id is None:
-            run = RootRun.start(span_id, arguments, tags)
+            run = RootRun.start(span_id, arguments, tags, instance, workflow=kind == _WORKFLOW)
             with self._lock:
+                self._counts.roots += 1
                 self._runs[span_id] = run
                 self._root_of[span_id] = span_id
+                if kind != _PLAIN:
+                    self._enter_scope(run, span_id, NO_SCOPE, kind, instance, arguments)
                 evicted = self._evict_beyond_limit()
-            if evicted and not self._warned_full:
-                self._warned_full = True
-                log.warning("groundtrace: more than %d LlamaIndex requests open at once; the oldest are "
-                            "dropped unscored", self._max_open_roots)
+            if evicted:
+                self._no_record(EVICTED, evicted)
+                if not self._warned_full:
+                    self._warned_full = True
+                    log.warning("groundtrace: more than %d LlamaIndex requests open at once; the oldest are "
+                                "dropped unscored", self._max_open_roots)
             return True
         with self._lock:
             root_id = self._root_of.get(parent_id)
             if root_id is None:  # under a span that began before instrument(), or already ended
                 return False
             self._root_of[span_id] = root_id
-            self._runs[root_id].open_children.add(span_id)
+            run = self._runs[root_id]
+            run.open_children.add(span_id)
+            scope = self._scope_of.get(parent_id, NO_SCOPE)
+            if kind != _PLAIN or scope is not NO_SCOPE:  # most spans are neither in nor of a tool or LLM
+                self._enter_scope(run, span_id, scope, kind, instance, arguments)
             return True
 
     def span_exited(self, span_id: str, instance: Any, result: Any) -> None:
@@ -114,6 +170,7 @@ class RootTracker:
             elif instance is not None and instance is run.awaited_writer:
                 result = instance  # the writer has put the whole streamed answer on its response
             else:
+                self._read_child_result(run, span_id, instance, result)
                 self._close_child(run, span_id)
                 return
             self._forget(run)
@@ -130,16 +187,41 @@ class RootTracker:
                 return  # a step failed; the root may still recover and answer
             self._forget(run)
         log.debug("groundtrace: %s raised %s: not scored", run.name, type(err).__name__)
+        self._no_record(RAISED)
 
     # ---------------------------------------------------------------------------- events
     def on_event(self, event: Any) -> None:
         read = EVENT_READERS.get(type(event))
-        if read is None or event.span_id is None:
+        span_id = event.span_id
+        if read is None or span_id is None:
             return
         with self._lock:
-            root_id = self._root_of.get(event.span_id)
-            if root_id is not None:
-                read(self._runs[root_id], event)
+            root_id = self._root_of.get(span_id) or self._awaiting.get(span_id)
+            run = self._runs.get(root_id) if root_id is not None else None
+            if run is not None:
+                read(self, run, span_id, event)
+
+    def _start_call(self, run: RootRun, span_id: str, model_input: Any) -> None:
+        llm_span = self._scope_of.get(span_id, NO_SCOPE)[1] or span_id
+        if run.start_call(span_id, llm_span, model_input):
+            self._awaiting[span_id] = run.span_id
+
+    def _end_call(self, run: RootRun, span_id: str, response: Any) -> None:
+        if run.end_call(span_id, response):  # False for a nested wrapper's end (the same response)
+            self._awaiting.pop(span_id, None)
+            if not run.workflow:  # a workflow's answer is its result, never a model call's output
+                run.note_answer(llm_output_text(response), LLM_END)
+
+    def _read_child_result(self, run: RootRun, span_id: str, instance: Any, result: Any) -> None:
+        """A tool call's output, or the nodes a postprocessor kept (with a reranker's scores)."""
+        if isinstance(result, ToolOutput):
+            if self._scope_of.get(span_id, NO_SCOPE)[0] == span_id:  # the outermost tool call
+                run.note_tool_output(span_id, result)
+        elif type(result) is list and self._kind(instance) == _POSTPROCESSOR:
+            run.note_nodes(result, self._tool_call_of(span_id))
+
+    def _tool_call_of(self, span_id: str) -> str | None:
+        return self._scope_of.get(span_id, NO_SCOPE)[0]
 
     # ------------------------------------------------------------------------------- end
     def close(self) -> None:
@@ -148,6 +230,8 @@ class RootTracker:
             self._closed = True
             self._runs.clear()
             self._root_of.clear()
+            self._scope_of.clear()
+            self._awaiting.clear()
 
     def _await_chat_writer(self, run: RootRun, result: Any) -> bool:
         """At the root's end (lock held): True if the answer is still being streamed by a writer."""
@@ -159,48 +243,95 @@ class RootTracker:
         return True
 
     def _conclude(self, run: RootRun, result: Any) -> None:
-        if isinstance(result, StreamingAgentChatResponse):
-            if result.is_done and result.exception is None:
-                self._submit(run, result.response, source_nodes(result))
+        final = final_result(result)  # a workflow's StopEvent holds what the caller gets
+        if isinstance(final, StreamingAgentChatResponse):
+            if final.is_done and final.exception is None:
+                self._submit(run, final.response, final)
             else:
                 log.debug("groundtrace: the chat stream of %s did not finish: not scored", run.name)
-        elif isinstance(result, StreamingResponse) and result.response_gen is not None:
-            result.response_gen = follow_tokens(result.response_gen, partial(self._stream_ended, run, result))
-        elif isinstance(result, AsyncStreamingResponse) and result.response_gen is not None:
-            result.response_gen = follow_async_tokens(result.response_gen, partial(self._stream_ended, run, result))
+                self._no_record(STREAM_UNFINISHED)
+        elif isinstance(final, StreamingResponse) and final.response_gen is not None:
+            final.response_gen = follow_tokens(final.response_gen, partial(self._stream_ended, run, final))
+        elif isinstance(final, AsyncStreamingResponse) and final.response_gen is not None:
+            final.response_gen = follow_async_tokens(final.response_gen, partial(self._stream_ended, run, final))
         else:
-            self._submit(run, answer_text(result), source_nodes(result))
+            self._submit(run, answer_text(final), final)
 
     def _stream_ended(self, run: RootRun, response: Any, text: str | None) -> None:
         if text is None:
             log.debug("groundtrace: the stream of %s raised or was not read to the end: not scored", run.name)
+            self._no_record(STREAM_UNFINISHED)
         else:
-            self._submit(run, text, source_nodes(response))
+            self._submit(run, text, response, streamed=True)
 
-    def _submit(self, run: RootRun, answer: str | None, response_nodes: list[Any]) -> None:
+    def _submit(self, run: RootRun, answer: str | None, result: Any, streamed: bool = False) -> None:
         if self._closed:
             return
         try:  # this runs on the caller's thread, even inside its `for token in stream`
-            record = run.to_record(answer, response_nodes, span_text=self._span_text)
-            if record is None:
-                log.debug("groundtrace: %s had no question or no answer: nothing to score", run.name)
+            if streamed and answer is not None:
+                run.note_streamed_answer(answer)
+            if not run.is_turn():
+                with self._lock:
+                    self._counts.not_turns += 1
+                return
+            record = run.to_record(answer, result, self._tools, span_text=self._span_text)
+            if not isinstance(record, Record):
+                log.debug("groundtrace: %s made no record: %s", run.name, record)
+                self._no_record(record)
                 return
             self._monitor.submit(record, mask=self._mask)
+            with self._lock:
+                self._counts.recorded += 1
+                self._counts.excluded += run.excluded
         except Exception:
             log.debug("groundtrace: could not submit the record of %s", run.name, exc_info=True)
 
+    def _no_record(self, reason: str, times: int = 1) -> None:
+        try:  # called on the caller's thread too (a stream's end): never raises into it
+            for _ in range(times):
+                self._reasons.count(reason, HINTS.get(reason, ""))
+        except Exception:
+            log.debug("groundtrace: could not count a turn with no record", exc_info=True)
+
+    # ------------------------------------------------------------------ bookkeeping (lock held)
+    def _kind(self, instance: Any) -> int:
+        if instance is None:
+            return _PLAIN
+        cls = type(instance)
+        kind = self._kinds.get(cls)
+        if kind is None:  # one isinstance pair per class, then a dict lookup
+            kind = next((kind for base, kind in _KINDS if isinstance(instance, base)), _PLAIN)
+            self._kinds[cls] = kind
+        return kind
+
+    def _enter_scope(self, run: RootRun, span_id: str, scope: tuple[str | None, str | None], kind: int,
+                     instance: Any, arguments: dict[str, Any]) -> None:
+        tool, llm = scope
+        if kind == _LLM and llm is None:
+            llm = span_id
+        elif kind == _TOOL and tool is None:  # a tool called inside a tool belongs to the outer call
+            tool = span_id
+            run.note_tool_call(span_id, tool_name(instance), arguments)
+        if tool is not None or llm is not None:
+            self._scope_of[span_id] = (tool, llm)
+
     def _close_child(self, run: RootRun, span_id: str) -> None:
         # an ended span is forgotten at once, so a long root holds only its open spans. The events
-        # read here are sent inside their spans; only a streamed LLM call's end event comes after
-        # its span, and a streamed answer is read from the stream itself.
+        # read here are sent inside their spans, except a streamed LLM call's end event, which comes
+        # after its span: that call is found through _awaiting.
         del self._root_of[span_id]
+        self._scope_of.pop(span_id, None)
         run.open_children.discard(span_id)
 
     def _forget(self, run: RootRun) -> None:
         self._runs.pop(run.span_id, None)
         self._root_of.pop(run.span_id, None)
+        self._scope_of.pop(run.span_id, None)
         for span_id in run.open_children:
             self._root_of.pop(span_id, None)
+            self._scope_of.pop(span_id, None)
+        for span_id in run.pending:
+            self._awaiting.pop(span_id, None)
 
     def _evict_beyond_limit(self) -> int:
         evicted = 0
@@ -208,3 +339,28 @@ class RootTracker:
             self._forget(next(iter(self._runs.values())))
             evicted += 1
         return evicted
+
+
+def tool_name(tool: Any) -> str | None:
+    try:
+        name = tool.metadata.name
+    except Exception:
+        return None
+    return name if isinstance(name, str) else None
+
+
+# The events that carry something for the Record; every other event is ignored at one dict lookup.
+# Each reader runs with the tracker's lock held.
+EVENT_READERS: dict[type, Callable[[RootTracker, RootRun, str, Any], None]] = {
+    QueryStartEvent: lambda t, run, s, e: run.note_question(query_text(e.query)),
+    RetrievalStartEvent: lambda t, run, s, e: run.note_question(query_text(e.str_or_query_bundle)),
+    RetrievalEndEvent: lambda t, run, s, e: run.note_nodes(e.nodes, t._tool_call_of(s)),
+    ReRankEndEvent: lambda t, run, s, e: run.note_nodes(e.nodes, t._tool_call_of(s)),
+    QueryEndEvent: lambda t, run, s, e: run.note_answer(answer_text(e.response), QUERY_END, query_text(e.query)),
+    SynthesizeEndEvent: lambda t, run, s, e: run.note_answer(answer_text(e.response), SYNTHESIZE_END,
+                                                             query_text(e.query)),
+    LLMCompletionStartEvent: lambda t, run, s, e: t._start_call(run, s, e.prompt),
+    LLMChatStartEvent: lambda t, run, s, e: t._start_call(run, s, e.messages),
+    LLMCompletionEndEvent: lambda t, run, s, e: t._end_call(run, s, e.response),
+    LLMChatEndEvent: lambda t, run, s, e: t._end_call(run, s, e.response),
+}

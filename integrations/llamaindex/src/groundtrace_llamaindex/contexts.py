@@ -1,0 +1,137 @@
+"""The contexts of a finished run: every node and tool output it saw is a candidate
+(groundtrace.turn.Passage); those that reached the model call that wrote the answer are the contexts.
+
+LlamaIndex's reading of that rule (groundtrace.turn.select_contexts) adds one thing: the nodes a
+final Response names as its ``source_nodes`` are what its synthesizer was given, and a synthesizer
+may read them over several model calls (refine, tree_summarize) of which the answer's call is only
+the last; so they count as read by the answer's call. And where no model wrote the answer (a
+tool's output returned directly), every candidate is kept, as when no model call was seen.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from groundtrace.turn import DOCUMENT, TOOL, Passage, ToolFilter, normalize, select_contexts
+from llama_index.core.schema import NodeWithScore
+
+from groundtrace_llamaindex.extract import (
+    llm_output_text,
+    model_input_text,
+    node_entry,
+    source_nodes,
+    tool_messages,
+)
+
+if TYPE_CHECKING:
+    from groundtrace_llamaindex.run import RootRun
+
+# what a run keeps of each candidate until its end: (NODES, [NodeWithScore], the tool call they were
+# retrieved inside) or (TOOL_OUTPUT, ToolOutput, its tool call)
+NODES, TOOL_OUTPUT = "nodes", "tool"
+
+
+def choose_contexts(run: RootRun, answer: str, result: Any, tools: ToolFilter) -> tuple[list[str], dict[str, Any]] | None:
+    """The contexts and the metadata that says where each came from, or None when the run saw
+    nothing that could be one (no retrieval, no tool output)."""
+    passages, latest, read_by_synthesizer = run_passages(run, source_nodes(result))
+    call = None if run.answer_call_unseen else run.turn.answer_call(answer, llm_output_text)
+    model_input = model_input_text(call.input) if call is not None else None
+    if call is not None:
+        passages.extend(unseen_tool_messages(call.input, passages, run.control_tools))
+    if not passages:
+        return None
+    if model_input is not None and returned_directly(answer, call, passages):
+        model_input = None  # no model wrote it: nothing says which passages it came from; all are kept
+    if read_by_synthesizer:
+        model_input = "\n\n".join([model_input or "", *read_by_synthesizer])
+    selection = select_contexts(passages, model_input, tools)
+    metadata: dict[str, Any] = {"nodes": [origin(p, latest, run.tool_names) for p in selection.contexts]}
+    unused = first_of_each([p.summary() for p in selection.unused])
+    if unused:
+        metadata["unused_contexts"] = unused
+    return [p.text for p in selection.contexts], metadata
+
+
+def run_passages(run: RootRun, response_nodes: list[Any]) -> tuple[list[Passage], dict[str, NodeWithScore], list[str]]:
+    """Every candidate the run saw, in order (a node once per tool call it was retrieved in),
+    each node's latest NodeWithScore (a reranker's or the response's score replaces the
+    retriever's), and the texts of the response's own nodes."""
+    passages: list[Passage] = []
+    latest: dict[str, NodeWithScore] = {}
+    seen: set[tuple[str, str | None]] = set()
+    response_texts: list[str] = []
+
+    def add_nodes(items: list[Any], within: str | None, texts: list[str] | None = None) -> None:
+        for item in items:
+            entry = node_entry(item)
+            if entry is None:
+                continue
+            latest[entry.id] = item
+            if texts is not None:
+                texts.append(entry.text)
+            if (entry.id, within) not in seen:
+                seen.add((entry.id, within))
+                passages.append(Passage(entry.text, DOCUMENT, id=entry.id, within=within))
+
+    for kind, value, call_id in run.found:
+        if kind == NODES:
+            add_nodes(value, call_id)
+        else:
+            text = tool_output_text(value)
+            if text:
+                passages.append(Passage(text, TOOL, name=getattr(value, "tool_name", None), id=call_id))
+    add_nodes(response_nodes, None, response_texts)
+    return passages, latest, response_texts
+
+
+def returned_directly(answer: str, call: Any, passages: list[Passage]) -> bool:
+    """The answer is a tool's output handed to the user as it was (``return_direct=True``), not the
+    output of the model call the kit fell back to."""
+    wanted = normalize(answer)
+    written = llm_output_text(call.output) if call is not None else None
+    if written and wanted in normalize(written):
+        return False
+    return any(p.kind == TOOL and normalize(p.text) == wanted for p in passages)
+
+
+def tool_output_text(output: Any) -> str | None:
+    try:
+        content = output.content
+    except Exception:
+        return None
+    return content if isinstance(content, str) else None
+
+
+def unseen_tool_messages(model_input: Any, passages: list[Passage], control_tools: frozenset[str]) -> list[Passage]:
+    """Tool outputs the answer's call read that no tool call of this run produced (an earlier
+    turn's, kept in the agent's memory; a tool run outside LlamaIndex's instrumentation)."""
+    known = {normalize(p.text) for p in passages if p.kind == TOOL}
+    found = []
+    for message in tool_messages(model_input):
+        if message.name in control_tools or normalize(message.text) in known:
+            continue
+        known.add(normalize(message.text))
+        found.append(Passage(message.text, TOOL, name=message.name, id=message.call_id))
+    return found
+
+
+def origin(passage: Passage, latest: dict[str, NodeWithScore], tool_names: dict[str, str]) -> dict[str, Any]:
+    """Where a context came from: a node's id, score and metadata (and the tool it was retrieved
+    inside), or the tool whose output it is."""
+    if passage.kind == TOOL:
+        return {"tool": passage.name, "id": passage.id}
+    item = latest.get(passage.id or "")
+    found: dict[str, Any] = {"id": passage.id, "score": item.score if item is not None else None,
+                             "metadata": dict(item.node.metadata or {}) if item is not None else {}}
+    if passage.within is not None:
+        found["tool"] = tool_names.get(passage.within)
+    return found
+
+
+def first_of_each(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen: list[dict[str, Any]] = []
+    for summary in summaries:
+        if summary not in seen:
+            seen.append(summary)
+    return seen
