@@ -23,6 +23,8 @@ CONTEXT_KEYS = ("documents", "contexts", "context")
 TOOL_QUERY_KEYS = ("query", "question", "q")
 # response_metadata keys of langgraph-supervisor's and langgraph-swarm's handoff messages
 HANDOFF_KEYS = ("__handoff_destination", "__is_handoff_back")
+# what langchain's ContextEditingMiddleware leaves of a tool result it cleared from a model's input
+CLEARED = "[cleared]"
 _HUMAN_ROLES = {"human", "user"}
 _MAX_METADATA_TEXT = 300
 
@@ -144,8 +146,10 @@ def is_routing(message: BaseMessage) -> bool:
 
 
 def tool_messages(call_input: Any) -> list[ToolMessage]:
-    """The tool results a model call read: the ToolMessages of its input (handoffs left out)."""
-    return [item for item in _call_messages(call_input) if isinstance(item, ToolMessage) and not is_routing(item)]
+    """The tool results a model call read: the ToolMessages of its input (handoffs and results
+    cleared by context editing left out)."""
+    return [item for item in _call_messages(call_input)
+            if isinstance(item, ToolMessage) and not is_routing(item) and item.content != CLEARED]
 
 
 def replies_read(call_input: Any) -> list[str]:
