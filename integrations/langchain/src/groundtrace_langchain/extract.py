@@ -216,20 +216,6 @@ def source_id(document: Document) -> str | None:
     return None if source is None else str(source)
 
 
-def unique_documents(batches: Iterable[Sequence[Document] | None]) -> list[Document]:
-    """Documents of every retrieval in order, each (text, source id) kept once: two retrievers
-    (or one called twice) often return the same passage, and it must not count twice."""
-    seen: set[tuple[str, str | None]] = set()
-    documents = []
-    for batch in batches:
-        for document in batch or ():
-            key = (document.page_content, source_id(document))
-            if key not in seen:
-                seen.add(key)
-                documents.append(document)
-    return documents
-
-
 def scalar_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     """The JSON-safe scalar entries of a metadata dict: sinks serialize records, and a vector or
     a client object in metadata must not break them (nor bloat every trace). Long texts are cut."""
