@@ -13,6 +13,9 @@ Variants (the contexts and the answer never change):
              the literal message of a conversational turn whose subject lives in the history
   keywords   the question's words minus stopwords ("automotive technicians paid"): what an agent
              passes to its search tool
+  follow-up+keywords   the follow-up, then the keywords: what a detector reads if it takes the
+             user's message and the turn's last derived query together, in a conversational turn
+  question+keywords    the question, then the keywords: the same rule in a standalone turn
 
 Measured: ROC AUC on ragtruth_qa_dev (answer-level, label 1 = hallucinated) and, on the
 hand-written paraphrase pairs (benchmarks/data/paraphrase_*.jsonl), pairwise accuracy (the planted
@@ -59,7 +62,13 @@ VARIANTS: dict[str, Callable[[dict], str | None]] = {
     "none": lambda row: None,
     "follow-up": lambda row: FOLLOW_UP.get(row.get("language") or "en", FOLLOW_UP["en"]),
     "keywords": lambda row: keywords(row.get("question"), row.get("language") or "en"),
+    "follow-up+keywords": lambda row: _joined(VARIANTS["follow-up"](row), VARIANTS["keywords"](row)),
+    "question+keywords": lambda row: _joined(row.get("question"), VARIANTS["keywords"](row)),
 }
+
+
+def _joined(*parts: str | None) -> str | None:
+    return " ".join(p for p in parts if p) or None
 
 
 def with_question(row: dict, variant: str) -> dict:
@@ -72,11 +81,14 @@ def ragtruth(metric, path: Path, limit: int | None) -> dict[str, float | None]:
     found = {}
     for variant in VARIANTS:
         started = time.perf_counter()
-        values = np.array([metric.score(with_question(dict(i.raw), variant)).hallucination_score for i in items],
-                          dtype=float)
+        scores = [metric.score(with_question(dict(i.raw), variant)) for i in items]
+        values = np.array([s.hallucination_score for s in scores], dtype=float)
+        flagged = np.array([bool(s.hallucinated) for s in scores])
         found[variant] = roc_auc(labels, values)
-        print(f"  ragtruth_qa_dev {variant:10s} ROC AUC {found[variant]:.4f}  ({len(items)} records, "
-              f"{time.perf_counter() - started:.0f} s)", flush=True)
+        print(f"  ragtruth_qa_dev {variant:18s} ROC AUC {found[variant]:.4f}, at the threshold: "
+              f"faithful flagged {int(flagged[labels == 0].sum())}/{int((labels == 0).sum())}, "
+              f"hallucinated caught {int(flagged[labels == 1].sum())}/{int((labels == 1).sum())}  "
+              f"({len(items)} records, {time.perf_counter() - started:.0f} s)", flush=True)
     return found
 
 
@@ -93,7 +105,7 @@ def paraphrase(metric) -> dict[str, dict[str, float]]:
             caught += int(bool(sp.hallucinated))
         n = len(pairs)
         found[variant] = {"pairwise": pairwise / n, "faithful_flagged": flagged / n, "planted_caught": caught / n}
-        print(f"  paraphrase {variant:10s} pairwise {pairwise}/{n} ({pairwise / n:.3f}), faithful flagged "
+        print(f"  paraphrase {variant:18s} pairwise {pairwise}/{n} ({pairwise / n:.3f}), faithful flagged "
               f"{flagged}/{n}, planted caught {caught}/{n}", flush=True)
     return found
 

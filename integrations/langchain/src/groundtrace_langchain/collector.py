@@ -128,28 +128,31 @@ class Collector:
             self.reasons.count(EVICTED, "raise max_roots or close your streams")
         return evicted
 
+    def _adopted(self, scope: int, run: int, parent: int) -> tuple[RootRun | None, tuple[int | None, bool]]:
+        """(Under the lock.) Track ``run`` under its parent's root; the root (None if the parent is
+        not tracked here) and what the parent runs inside (its tool run, inside a retriever)."""
+        root = self._owners.get((scope, parent))
+        if root is None:
+            return None, (None, False)
+        self._owners[(scope, run)] = root
+        root.members.append(run)
+        return root, root.within.get(parent, (None, False))
+
     def adopt(self, scope: int, run_id: UUID, parent_run_id: UUID) -> RootRun | None:
         """Track a run under its parent's root; None if the parent is not tracked here."""
         with self._lock:
-            root = self._owners.get((scope, parent_run_id.int))
-            if root is not None:
-                self._owners[(scope, run_id.int)] = root
-                root.members.append(run_id.int)
-                inside = root.within.get(parent_run_id.int)
-                if inside is not None:
-                    root.within[run_id.int] = inside
+            root, inside = self._adopted(scope, run_id.int, parent_run_id.int)
+            if root is not None and inside != (None, False):
+                root.within[run_id.int] = inside
             return root
 
     def adopt_retriever(self, scope: int, run_id: UUID, parent_run_id: UUID, query: str,
                         name: str | None = None) -> RootRun | None:
         """Like :meth:`adopt`, and note the retrieval in the root's order of sources."""
         with self._lock:
-            root = self._owners.get((scope, parent_run_id.int))
+            run = run_id.int
+            root, (tool, nested) = self._adopted(scope, run, parent_run_id.int)
             if root is not None:
-                run = run_id.int
-                self._owners[(scope, run)] = root
-                root.members.append(run)
-                tool, nested = root.within.get(parent_run_id.int, (None, False))
                 retrieval = Retrieval(run, name, query, tool, nested)
                 root.within[run] = (tool, True)
                 root.retrievals[run] = retrieval
@@ -160,12 +163,9 @@ class Collector:
                    call_id: str | None) -> RootRun | None:
         """Like :meth:`adopt`, and note the tool run in the root's order of sources."""
         with self._lock:
-            root = self._owners.get((scope, parent_run_id.int))
+            run = run_id.int
+            root, (_, in_retriever) = self._adopted(scope, run, parent_run_id.int)
             if root is not None:
-                run = run_id.int
-                self._owners[(scope, run)] = root
-                root.members.append(run)
-                _, in_retriever = root.within.get(parent_run_id.int, (None, False))
                 tool = ToolRun(run, name, inputs, call_id)
                 root.within[run] = (run, in_retriever)
                 root.tools[run] = tool

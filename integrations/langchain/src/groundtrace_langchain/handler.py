@@ -173,10 +173,9 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
                          **kwargs: Any) -> None:
         try:
             root = COLLECTOR.root_of(self._scope, run_id)
-            if root is not None:
-                retrieval = root.retrievals.get(run_id.int)
-                if retrieval is not None:
-                    retrieval.documents = documents
+            retrieval = root.retrievals.get(run_id.int) if root is not None else None
+            if retrieval is not None:
+                retrieval.documents = documents
         except Exception:
             _report_failure("on_retriever_end")
 
@@ -185,30 +184,27 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
     # the call that wrote the answer, once the root ends.
     def on_chat_model_start(self, serialized: Any, messages: list[list[BaseMessage]], *, run_id: UUID,
                             parent_run_id: UUID | None = None, **kwargs: Any) -> None:
-        try:
-            root = COLLECTOR.root_of(self._scope, parent_run_id)
-            if root is not None:
-                root.pending[run_id.int] = root.turn.start_call(messages)
-        except Exception:
-            _report_failure("on_chat_model_start")
+        self._start_call(run_id, parent_run_id, messages, "on_chat_model_start")
 
     def on_llm_start(self, serialized: Any, prompts: list[str], *, run_id: UUID, parent_run_id: UUID | None = None,
                      **kwargs: Any) -> None:
+        self._start_call(run_id, parent_run_id, prompts, "on_llm_start")
+
+    def _start_call(self, run_id: UUID, parent_run_id: UUID | None, model_input: Any, event: str) -> None:
         try:
             root = COLLECTOR.root_of(self._scope, parent_run_id)
             if root is not None:
-                root.pending[run_id.int] = root.turn.start_call(prompts)
+                root.pending[run_id.int] = root.turn.start_call(model_input)
         except Exception:
-            _report_failure("on_llm_start")
+            _report_failure(event)
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, parent_run_id: UUID | None = None,
                    **kwargs: Any) -> None:
         try:
             root = COLLECTOR.root_of(self._scope, parent_run_id)
-            if root is not None:
-                call = root.pending.pop(run_id.int, None)
-                if call is not None:
-                    call.output = response
+            call = root.pending.pop(run_id.int, None) if root is not None else None
+            if call is not None:
+                call.output = response
         except Exception:
             _report_failure("on_llm_end")
 
@@ -237,10 +233,9 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
     def on_tool_end(self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
         try:
             root = COLLECTOR.root_of(self._scope, run_id)
-            if root is not None:
-                tool = root.tools.get(run_id.int)
-                if tool is not None:
-                    tool.output = output
+            tool = root.tools.get(run_id.int) if root is not None else None
+            if tool is not None:
+                tool.output = output
         except Exception:
             _report_failure("on_tool_end")
 

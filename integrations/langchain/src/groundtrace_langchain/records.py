@@ -39,6 +39,9 @@ MIN_REPLY = 24
 NO_ANSWER_HINT = "the root's output holds no answer and no model call finished (answer_key= names a dict key)"
 
 
+EVERY_TOOL = ToolFilter()
+
+
 class NothingToScore(Exception):
     """A root run ended without what a grounding score needs: it makes no Record."""
 
@@ -73,18 +76,26 @@ def _tool_key(root: RootRun, run: int | None) -> str | None:
     return tool.call_id if tool is not None and tool.call_id else str(run)
 
 
-def _document_passage(root: RootRun, retrieval: Retrieval, document: Document) -> Passage:
-    origin = document_summary(document)
-    tool = root.tools.get(retrieval.tool) if retrieval.tool is not None else None
-    if tool is not None:
-        origin["tool"] = tool.name
-    return Passage(document.page_content, DOCUMENT, retrieval.name, source_id(document),
-                   within=_tool_key(root, retrieval.tool), metadata={"origin": origin})
+def _document_passage(retrieval: Retrieval, document: Document, tool_key: str | None, tool_name: str | None) -> Passage:
+    return Passage(document.page_content, DOCUMENT, retrieval.name, source_id(document), within=tool_key,
+                   metadata={"document": document, "tool": tool_name})
 
 
 def _tool_passage(name: str | None, text: str, key: str | None) -> Passage:
-    return Passage(text, TOOL, name, key, metadata={"origin": {"id": key, "source": None, "metadata": {},
-                                                               "tool": name}})
+    return Passage(text, TOOL, name, key, metadata={"tool": name})
+
+
+def _origin(passage: Passage) -> dict[str, Any]:
+    """Where a context came from, for metadata["documents"]: a document's id, source and scalar
+    metadata (and the tool it was retrieved inside), or a tool call's id and tool name."""
+    document = passage.metadata.get("document")
+    if document is None:
+        found: dict[str, Any] = {"id": passage.id, "source": None, "metadata": {}}
+    else:
+        found = document_summary(document)
+    if passage.metadata.get("tool") is not None:
+        found["tool"] = passage.metadata["tool"]
+    return found
 
 
 class _Candidates:
@@ -102,6 +113,8 @@ def _in_call_order(root: RootRun, call_order: dict[str, int]) -> list[Retrieval 
     """The root's sources in start order, except that tool calls the answer's model call read are
     in the order it read them: parallel tool calls start in any order, the model reads them in the
     order it asked for them. A tool call moves with the retrievals made inside it."""
+    if not call_order or not root.tools:  # a chain: nothing to reorder
+        return list(root.sources)
     units: list[list[Retrieval | ToolRun]] = []
     unit_of: dict[int, list[Retrieval | ToolRun]] = {}
     for source in list(root.sources):
@@ -113,13 +126,11 @@ def _in_call_order(root: RootRun, call_order: dict[str, int]) -> list[Retrieval 
         if isinstance(source, ToolRun):
             unit_of[source.run] = unit
 
-    def position(unit: list[Retrieval | ToolRun]) -> int | None:
-        head = unit[0]
-        return call_order.get(head.call_id) if isinstance(head, ToolRun) and head.call_id else None
-
-    slots = [i for i, unit in enumerate(units) if position(unit) is not None]
-    ordered = sorted((units[i] for i in slots), key=position)  # type: ignore[arg-type,return-value]
-    for slot, unit in zip(slots, ordered, strict=True):
+    # the units of tool calls the model read trade places among themselves, by the order it read them
+    read = {i: call_order[unit[0].call_id] for i, unit in enumerate(units)
+            if isinstance(unit[0], ToolRun) and unit[0].call_id in call_order}
+    moved = [units[i] for i in sorted(read, key=read.__getitem__)]
+    for slot, unit in zip(sorted(read), moved, strict=True):
         units[slot] = unit
     return [source for unit in units for source in unit]
 
@@ -137,12 +148,13 @@ def _candidates(root: RootRun, history: list[Passage], call_order: dict[str, int
                 found.passages.append(passage)
                 found.filtered_tools |= not tools.allows(source.name)
             continue
-        passages = [_document_passage(root, source, d) for d in source.documents or () if d.page_content.strip()]
+        tool = root.tools.get(source.tool) if source.tool is not None else None
+        key, name = _tool_key(root, source.tool), tool.name if tool is not None else None
+        passages = [_document_passage(source, d, key, name) for d in source.documents or () if d.page_content.strip()]
         if source.nested:
             found.internal.extend(passages)
             continue
         found.retrieved = True
-        tool = root.tools.get(source.tool) if source.tool is not None else None
         if tool is not None and not tools.allows(tool.name):
             found.left_out.extend(passages)
             found.filtered_tools = True
@@ -167,9 +179,12 @@ def _history(messages: list[ToolMessage], root: RootRun) -> list[Passage]:
 
 def _unused(selection: Selection, found: _Candidates) -> list[dict[str, Any]]:
     """Summaries (no text) of what was retrieved or returned and did not reach the answer."""
-    reached = {normalize(p.text) for p in selection.contexts}
-    dropped = [*selection.unused, *found.left_out,
-               *(p for p in found.internal if normalize(p.text) not in reached)]
+    dropped = [*selection.unused, *found.left_out]
+    if found.internal:
+        reached = {normalize(p.text) for p in selection.contexts}
+        dropped.extend(p for p in found.internal if normalize(p.text) not in reached)
+    if not dropped:
+        return []
     summaries: list[dict[str, Any]] = []
     for passage in dropped:
         summary = passage.summary()
@@ -208,7 +223,7 @@ def _queries(root: RootRun) -> None:
 
 
 def build_record(root: RootRun, outputs: Any, end_inputs: Any, answer_key: str | None,
-                 tools: ToolFilter = ToolFilter()) -> Record:
+                 tools: ToolFilter = EVERY_TOOL) -> Record:
     """The Record of a finished root run.
 
     Raises NothingToScore when no retriever or tool ran and no contexts came in or out (not a RAG
@@ -242,16 +257,14 @@ def build_record(root: RootRun, outputs: Any, end_inputs: Any, answer_key: str |
         if carried is None:
             raise NothingToScore(NO_SOURCE, NO_SOURCE_HINT)
         # passages the application hands over itself are taken as given: it says what it used
-        selection = select_contexts([Passage(d.page_content, metadata={"origin": document_summary(d)})
-                                     if isinstance(d, Document) else
-                                     Passage(d, metadata={"origin": {"id": None, "source": None, "metadata": {}}})
-                                     for d in carried], None)
+        selection = select_contexts([Passage(d.page_content, metadata={"document": d}) if isinstance(d, Document)
+                                     else Passage(d) for d in carried], None)
     _queries(root)
     question = turn.question
     if question is None and turn.queries:  # the input holds no question we know: the first query stands in
         question = turn.queries.pop(0)
         metadata["question_from"] = "query"
-    metadata["documents"] = [p.metadata["origin"] for p in selection.contexts]
+    metadata["documents"] = [_origin(p) for p in selection.contexts]
     unused = _unused(selection, found)
     if unused:
         metadata["unused_contexts"] = unused
