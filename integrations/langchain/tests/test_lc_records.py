@@ -34,7 +34,7 @@ class Run:
                             excluded=False, otel_ids=None, request_span=None, links={})
         self.collector.add_root(SCOPE, self.root)
 
-    def tool(self, name: str, call_id: str, arguments: dict, output: object, parent: uuid.UUID | None = None) -> uuid.UUID:
+    def tool(self, name: str, call_id: str | None, arguments: dict, output: object, parent: uuid.UUID | None = None) -> uuid.UUID:
         run = uuid.uuid4()
         self.collector.adopt_tool(SCOPE, run, parent or self.root_id, name, arguments, call_id)
         self.root.tools[run.int].output = output
@@ -127,3 +127,12 @@ def test_no_answer_and_no_source_are_reasons():
     with pytest.raises(NothingToScore) as nothing:
         run.record(None)
     assert nothing.value.reason == "no answer"
+
+
+def test_a_tool_called_without_a_tool_call_id_is_named_by_its_run_id():
+    run = Run("What does a ticket cost?")
+    tool_run = run.tool("lookup_prices", None, {"query": "adult"}, PRICES)  # a tool invoked as a Runnable
+    run.model([f"Prices: {PRICES}"], "20 euros online.")
+    record = run.record("20 euros online.")
+    assert record.contexts == [PRICES]
+    assert record.metadata["documents"] == [{"id": str(tool_run), "source": None, "metadata": {}, "tool": "lookup_prices"}]

@@ -5,6 +5,7 @@ reached the model call that wrote it. Everything here runs once, at the root's e
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 from groundtrace.record import Record
 from groundtrace.trace_context import current_links
@@ -73,7 +74,7 @@ def _tool_key(root: RootRun, run: int | None) -> str | None:
     if run is None:
         return None
     tool = root.tools.get(run)
-    return tool.call_id if tool is not None and tool.call_id else str(run)
+    return tool.call_id if tool is not None and tool.call_id else str(UUID(int=run))
 
 
 def _document_passage(retrieval: Retrieval, document: Document, tool_key: str | None, tool_name: str | None) -> Passage:
