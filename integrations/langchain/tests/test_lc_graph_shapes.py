@@ -149,6 +149,27 @@ def test_a_sub_agent_called_as_a_tool_brings_what_it_read(handler, monitor, sink
     assert record.queries == ["adult ticket price", "adult ticket price online"]
 
 
+def test_a_tool_that_writes_its_result_with_a_model_from_data_it_fetched_itself_stays_a_context(handler, monitor,
+                                                                                               sink):
+    summary = "Adult tickets are 20 euros online; students pay half price on weekdays."
+    writer = ScriptedChatModel(replies=[AIMessage(summary)])
+
+    @tool
+    def price_digest(topic: str) -> str:
+        """A digest of the price table, written by a model."""
+        table = {"adult": "20 EUR online", "student": "half price, weekdays"}  # fetched by code, no retriever
+        return str(writer.invoke(f"Summarise for a visitor: {table}").content)
+
+    agent = create_agent(ScriptedChatModel(replies=[call("price_digest", topic="tickets"), AIMessage(ANSWER)]),
+                         tools=[price_digest])
+    agent.invoke(user("How much is an adult ticket if I buy it online?"), config={"callbacks": [handler]})
+
+    record = only_record(monitor, sink)
+    # nothing retrieved inside the tool reached the answer: the tool's output is the context
+    assert record.contexts == [summary]
+    assert record.queries == ["tickets"]
+
+
 # ------------------------------------------------------------------- one agent, every entry point
 QUESTIONS = {
     "How much is an adult ticket if I buy it online?": ("adult ticket price online", "tickets",

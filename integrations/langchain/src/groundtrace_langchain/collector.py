@@ -53,6 +53,7 @@ class ToolRun:
     name: str | None
     inputs: Any
     call_id: str | None
+    parent: int | None = None  # the tool run it ran inside (a sub-agent's tool inside an agent-as-a-tool)
     output: Any = _UNSET
 
     @property
@@ -164,9 +165,9 @@ class Collector:
         """Like :meth:`adopt`, and note the tool run in the root's order of sources."""
         with self._lock:
             run = run_id.int
-            root, (_, in_retriever) = self._adopted(scope, run, parent_run_id.int)
+            root, (outer, in_retriever) = self._adopted(scope, run, parent_run_id.int)
             if root is not None:
-                tool = ToolRun(run, name, inputs, call_id)
+                tool = ToolRun(run, name, inputs, call_id, outer)
                 root.within[run] = (run, in_retriever)
                 root.tools[run] = tool
                 self._add_source(root, tool)

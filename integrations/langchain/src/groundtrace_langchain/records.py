@@ -79,11 +79,28 @@ def _tool_key(root: RootRun, run: int | None) -> str | None:
 
 def _document_passage(retrieval: Retrieval, document: Document, tool_key: str | None, tool_name: str | None) -> Passage:
     return Passage(document.page_content, DOCUMENT, retrieval.name, source_id(document), within=tool_key,
-                   metadata={"document": document, "tool": tool_name})
+                   metadata={"document": document, "tool": tool_name, "inside": retrieval.tool})
 
 
-def _tool_passage(name: str | None, text: str, key: str | None) -> Passage:
-    return Passage(text, TOOL, name, key, metadata={"tool": name})
+def _tool_passage(name: str | None, text: str, key: str | None, tool: ToolRun | None = None) -> Passage:
+    return Passage(text, TOOL, name, key, metadata={"tool": name, "run": tool.run if tool is not None else None,
+                                                    "inside": tool.parent if tool is not None else None})
+
+
+def _represented(contexts: list[Passage], root: RootRun) -> list[Passage]:
+    """The contexts less every tool output that is represented by what was read inside its tool:
+    the kit's rule for a retriever tool's documents (select_contexts), carried through nested tool
+    calls, e.g. a sub-agent called as a tool, whose reply stands for the documents it read."""
+    inside: set[int] = set()
+    for passage in contexts:
+        run = passage.metadata.get("inside")
+        while run is not None and run not in inside:
+            inside.add(run)
+            outer = root.tools.get(run)
+            run = outer.parent if outer is not None else None
+    if not inside:
+        return contexts
+    return [p for p in contexts if not (p.kind == TOOL and p.metadata.get("run") in inside)]
 
 
 def _origin(passage: Passage) -> dict[str, Any]:
@@ -145,7 +162,7 @@ def _candidates(root: RootRun, history: list[Passage], call_order: dict[str, int
                 continue
             text = tool_output_text(source.output)
             if text and text.strip():
-                passage = _tool_passage(source.name, text, _tool_key(root, source.run))
+                passage = _tool_passage(source.name, text, _tool_key(root, source.run), source)
                 found.passages.append(passage)
                 found.filtered_tools |= not tools.allows(source.name)
             continue
@@ -194,27 +211,24 @@ def _unused(selection: Selection, found: _Candidates) -> list[dict[str, Any]]:
     return summaries
 
 
-def _calls_read(turn: Turn, answer_call: ModelCall) -> tuple[list[ModelCall], set[str]]:
+def _calls_read(turn: Turn, answer_call: ModelCall) -> list[ModelCall]:
     """The answer's model call, then every model call whose reply it read whole, recursively: a
     sub-agent's answer handed to a supervisor as a message or as a tool's result brings what that
-    sub-agent read (and the reply itself, an intermediate answer, stands for nothing more). Only AI
-    and tool messages count: a query rewritten into a user message does not bring what its
-    rewriter read. Returns the calls and the (normalized) replies followed."""
+    sub-agent read. Only AI and tool messages count: a query rewritten into a user message does not
+    bring what its rewriter read."""
     replies: dict[str, ModelCall] = {}
     for call in turn.calls:
         text = generation_text(call.output) if call.output is not None else None
         if call is not answer_call and text and len(text) >= MIN_REPLY:
             replies[normalize(text)] = call
-    reading, queue, followed = [answer_call], [answer_call], set()
+    reading, queue = [answer_call], [answer_call]
     while queue and replies:
         for text in replies_read(queue.pop(0).input):
-            key = normalize(text)
-            feeder = replies.pop(key, None) if len(text) >= MIN_REPLY else None
+            feeder = replies.pop(normalize(text), None) if len(text) >= MIN_REPLY else None
             if feeder is not None:
                 reading.append(feeder)
                 queue.append(feeder)
-                followed.add(key)
-    return reading, followed
+    return reading
 
 
 def _queries(root: RootRun) -> None:
@@ -239,15 +253,13 @@ def build_record(root: RootRun, outputs: Any, end_inputs: Any, answer_key: str |
         answer = generation_text(call.output) if call is not None else None
         if answer is None:
             raise NothingToScore(NO_ANSWER, NO_ANSWER_HINT)
-    reading, followed = _calls_read(turn, call) if call is not None else ([], set())
+    reading = _calls_read(turn, call) if call is not None else []
     model_input = "\n".join(filter(None, (call_input_text(c.input) for c in reading))) or None
     read = [message for c in reading for message in tool_messages(c.input)]
     order: dict[str, int] = {}
     for message in read:
         order.setdefault(message.tool_call_id, len(order))
     found = _candidates(root, _history(read, root), order, tools)
-    if followed:  # a sub-agent's reply returned by a tool: what that agent read stands for it
-        found.passages = [p for p in found.passages if p.kind != TOOL or normalize(p.text) not in followed]
     metadata = _root_metadata(root)
     if found.retrieved or any(p.kind == DOCUMENT or tools.allows(p.name) for p in found.passages):
         selection = select_contexts(found.passages, model_input, tools)
@@ -265,7 +277,8 @@ def build_record(root: RootRun, outputs: Any, end_inputs: Any, answer_key: str |
     if question is None and turn.queries:  # the input holds no question we know: the first query stands in
         question = turn.queries.pop(0)
         metadata["question_from"] = "query"
-    metadata["documents"] = [_origin(p) for p in selection.contexts]
+    contexts = _represented(selection.contexts, root)
+    metadata["documents"] = [_origin(p) for p in contexts]
     unused = _unused(selection, found)
     if unused:
         metadata["unused_contexts"] = unused
@@ -277,7 +290,7 @@ def build_record(root: RootRun, outputs: Any, end_inputs: Any, answer_key: str |
         id=run_id,
         question=question,
         queries=turn.queries or None,
-        contexts=[p.text for p in selection.contexts],
+        contexts=[p.text for p in contexts],
         answer=answer,
         metadata=metadata,
         trace_id=trace_id,
