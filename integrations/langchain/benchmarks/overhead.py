@@ -1,12 +1,16 @@
-"""Latency the GroundtraceCallbackHandler adds to a LangChain RAG chain, with every record scored.
+"""Latency the GroundtraceCallbackHandler adds to a LangChain RAG chain and to an agent, with every
+record scored.
 
-    python integrations/langchain/benchmarks/overhead.py [--n 2000] [--warmup 200]
+    python integrations/langchain/benchmarks/overhead.py [--n 2000] [--warmup 200] [--only chain|agent]
+        [--baseline GIT_REF]
 
 The chain is retriever -> prompt -> chat model -> str parser, with a fake chat model that answers at
-once (~0 ms) and one that sleeps 10 ms. Invocations without a handler, with an empty handler (what
-LangChain charges for any handler) and with the GroundtraceCallbackHandler are interleaved in a
-random order per round, so that drift, caches and the Monitor's background scoring fall on all
-of them alike. Every record is scored by a real Monitor (metrics=["lexical"]) whose queue is large
+once (~0 ms) and one that sleeps 10 ms. The agent is langchain's create_agent with a retriever tool
+and a scripted chat model (it calls the tool, then answers: two model calls, a tool call and a
+retrieval per invocation), answering at once or sleeping 10 ms per call. Invocations without a
+handler, with an empty handler (what LangChain charges for any handler) and with the
+GroundtraceCallbackHandler are interleaved in a random order per round, so that drift, caches and
+the Monitor's background scoring fall on all of them alike. Every record is scored by a real Monitor (metrics=["lexical"]) whose queue is large
 enough that none is dropped; the script checks that. Goal: median added latency <= 0.3 ms and
 <= 3 % of the invocation.
 
@@ -19,18 +23,28 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
+import io
 import os
 import platform
 import random
 import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from groundtrace.monitor import Monitor
 from langchain_core.callbacks import BaseCallbackHandler, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
+from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.output_parsers import StrOutputParser
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables import Runnable, RunnableLambda, RunnablePassthrough
@@ -65,6 +79,39 @@ class TenMillisecondChatModel(FakeListChatModel):
         return super()._call(*args, **kwargs)
 
 
+class SearchThenAnswer(BaseChatModel):
+    """An agent's model: calls the search tool, then (once it has read the result) answers."""
+
+    delay_s: float = 0.0
+
+    @property
+    def _llm_type(self) -> str:
+        return "search-then-answer"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> SearchThenAnswer:  # type: ignore[override]
+        return self
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        if isinstance(messages[-1], ToolMessage):
+            reply = AIMessage(ANSWER)
+        else:
+            reply = AIMessage("", tool_calls=[{"name": "search_passages", "args": {"query": "capital of France"},
+                                               "id": "call_1"}])
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def rag_agent(llm: Any) -> Runnable:
+    from langchain.agents import create_agent
+    from langchain_core.tools import create_retriever_tool
+
+    search = create_retriever_tool(FirstPassagesRetriever(documents=PASSAGES), "search_passages",
+                                   "Search the passages.")
+    return create_agent(llm, tools=[search], system_prompt="Answer from the passages.")
+
+
 def rag_chain(llm: Any) -> Runnable:
     prompt = ChatPromptTemplate.from_messages([("system", "Answer from: {context}"), ("human", "{question}")])
     join = RunnableLambda(lambda docs: "\n".join(d.page_content for d in docs))
@@ -85,20 +132,42 @@ class EmptyHandler(BaseCallbackHandler):
     ignore_retry = ignore_custom_event = True
 
 
-def measure(name: str, llm: Any, n: int, warmup: int) -> dict[str, float]:
-    chain = rag_chain(llm)
-    monitor = Monitor(metrics=["lexical"], queue_size=2 * (n + warmup), flush_at_exit=False)
+def baseline_handler(ref: str) -> type:
+    """GroundtraceCallbackHandler as it was at git ``ref``: its package copied out of the repository
+    under another name (groundtrace_langchain_baseline), so that both run in one process, on the
+    same invocations, interleaved; before/after numbers from two runs on a shared machine differ
+    by more than the change."""
+    repository = Path(__file__).resolve().parents[3]
+    package = "integrations/langchain/src/groundtrace_langchain"
+    archive = subprocess.run(["git", "-C", str(repository), "archive", ref, package], capture_output=True, check=True)
+    target = Path(tempfile.mkdtemp(prefix="groundtrace-baseline-")) / "groundtrace_langchain_baseline"
+    target.mkdir()
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as files:
+        for member in files.getmembers():
+            source = files.extractfile(member) if member.isfile() else None
+            if source is not None and member.name.endswith(".py"):
+                text = source.read().decode("utf-8").replace("groundtrace_langchain", "groundtrace_langchain_baseline")
+                (target / Path(member.name).name).write_text(text, encoding="utf-8")
+    sys.path.insert(0, str(target.parent))
+    return importlib.import_module("groundtrace_langchain_baseline").GroundtraceCallbackHandler
+
+
+def measure(name: str, chain: Runnable, question: Any, n: int, warmup: int, baseline: type | None = None) -> dict:
+    arm_count = 3 if baseline is None else 4
+    monitor = Monitor(metrics=["lexical"], queue_size=arm_count * (n + warmup), flush_at_exit=False)
     arms = {
         "without": {"callbacks": []},
         "empty": {"callbacks": [EmptyHandler()]},
         "groundtrace": {"callbacks": [GroundtraceCallbackHandler(monitor=monitor)]},
     }
+    if baseline is not None:
+        arms["baseline"] = {"callbacks": [baseline(monitor=monitor)]}
     wall: dict[str, list[float]] = {arm: [] for arm in arms}
     cpu: dict[str, list[float]] = {arm: [] for arm in arms}
 
     def timed(arm: str) -> None:
         started, started_cpu = time.perf_counter(), time.thread_time()
-        chain.invoke(QUESTION, config=arms[arm])
+        chain.invoke(question, config=arms[arm])
         wall[arm].append((time.perf_counter() - started) * 1000.0)
         cpu[arm].append((time.thread_time() - started_cpu) * 1000.0)
 
@@ -122,19 +191,22 @@ def measure(name: str, llm: Any, n: int, warmup: int) -> dict[str, float]:
     for arm in ("without", "groundtrace"):
         started = time.perf_counter()
         for _ in range(n // 4):
-            chain.invoke(QUESTION, config=arms[arm])
+            chain.invoke(question, config=arms[arm])
         monitor.flush(120)
         blocks[arm] = time.perf_counter() - started
     stats = monitor.stats
     monitor.close()
-    expected = warmup + n + n // 4
+    expected = (warmup + n) * (1 if baseline is None else 2) + n // 4
     assert (stats.scored, stats.dropped, stats.failed) == (expected, 0, 0), f"not every record was scored: {stats}"
 
     base, base_cpu = statistics.median(wall["without"]), statistics.median(cpu["without"])
-    print(f"{name} model: invocation without a handler {base:.3f} ms (median), p95 "
+    print(f"{name}: invocation without a handler {base:.3f} ms (median), p95 "
           f"{percentile(wall['without'], 0.95):.3f} ms; CPU of the calling thread {base_cpu:.3f} ms")
     result = {}
-    for arm, label in (("groundtrace", "GroundtraceCallbackHandler"), ("empty", "an empty handler (LangChain's floor)")):
+    labels = [("groundtrace", "GroundtraceCallbackHandler"), ("empty", "an empty handler (LangChain's floor)")]
+    if baseline is not None:
+        labels.insert(1, ("baseline", "the handler at the baseline commit"))
+    for arm, label in labels:
         added = statistics.median(wall[arm]) - base
         added_cpu = statistics.median(cpu[arm]) - base_cpu
         p95_added = percentile(wall[arm], 0.95) - percentile(wall["without"], 0.95)
@@ -142,7 +214,7 @@ def measure(name: str, llm: Any, n: int, warmup: int) -> dict[str, float]:
         print(f"  {label}: added latency median {added:+.3f} ms ({100 * added / base:+.1f} %), p95 {p95_added:+.3f} ms"
               f"{'; ' + verdict if arm == 'groundtrace' else ''}; added CPU {added_cpu:+.3f} ms "
               f"({100 * added_cpu / base_cpu:+.1f} %)")
-        result[arm] = added
+        result[arm] = {"added_ms": added, "added_cpu_ms": added_cpu}
     print(f"  throughput, {n // 4} invocations in a block: {blocks['without']:.2f} s without, {blocks['groundtrace']:.2f} s "
           f"with the handler, waiting for every score ({100 * (blocks['groundtrace'] / blocks['without'] - 1):+.1f} %)")
     print(f"  scored in the background: {stats.scored} records, {stats.latency_ms_p50:.2f} ms each (p50), none dropped")
@@ -153,12 +225,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=2000, help="invocations with, and as many without, per model")
     parser.add_argument("--warmup", type=int, default=200)
+    parser.add_argument("--only", choices=["chain", "agent"], default=None)
+    parser.add_argument("--baseline", metavar="GIT_REF", default=None,
+                        help="also time the handler as it was at this commit, interleaved with the others")
     args = parser.parse_args()
+    baseline = baseline_handler(args.baseline) if args.baseline else None
     print(f"{args.n} invocations with and {args.n} without the handler per model, interleaved; "
           f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} cores, "
           f"load average {os.getloadavg()[0]:.2f} at start")
-    measure("0 ms", FakeListChatModel(responses=[ANSWER]), args.n, args.warmup)
-    measure("10 ms", TenMillisecondChatModel(responses=[ANSWER]), args.n, args.warmup)
+    if args.only in (None, "chain"):
+        measure("chain, 0 ms model", rag_chain(FakeListChatModel(responses=[ANSWER])), QUESTION, args.n, args.warmup,
+                baseline)
+        measure("chain, 10 ms model", rag_chain(TenMillisecondChatModel(responses=[ANSWER])), QUESTION, args.n,
+                args.warmup, baseline)
+    if args.only in (None, "agent"):
+        agent_input = {"messages": [{"role": "user", "content": QUESTION}]}
+        measure("agent, 0 ms model", rag_agent(SearchThenAnswer()), agent_input, args.n, args.warmup, baseline)
+        measure("agent, 10 ms per model call", rag_agent(SearchThenAnswer(delay_s=0.010)), agent_input, args.n,
+                args.warmup, baseline)
 
 
 if __name__ == "__main__":

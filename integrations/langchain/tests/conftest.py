@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -33,13 +34,19 @@ def handler(monitor: Monitor) -> GroundtraceCallbackHandler:
 
 
 @pytest.fixture
-def capture_delta() -> Callable[[], dict[str, int]]:
+def capture_delta() -> Callable[[], dict[str, Any]]:
     """How the process-wide capture counters moved since the test began."""
     before = COLLECTOR.stats().as_dict()
 
-    def delta() -> dict[str, int]:
+    def delta() -> dict[str, Any]:
         after = COLLECTOR.stats().as_dict()
-        return {key: after[key] - before[key] for key in after if key != "in_flight" and after[key] != before[key]}
+        moved: dict[str, Any] = {key: after[key] - before[key] for key in after
+                                 if key not in ("in_flight", "no_record") and after[key] != before[key]}
+        reasons = {reason: count - before["no_record"].get(reason, 0) for reason, count in after["no_record"].items()
+                   if count != before["no_record"].get(reason, 0)}
+        if reasons:  # why roots made no record, per reason
+            moved["no_record"] = reasons
+        return moved
 
     return delta
 

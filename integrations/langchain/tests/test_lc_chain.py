@@ -39,6 +39,7 @@ def expected_record_fields(run_id: uuid.UUID, question: str, documents: list[Doc
     return {
         "id": str(run_id),
         "question": question,
+        "queries": None,  # the retriever's query is the question itself: nothing was derived
         "contexts": [d.page_content for d in documents],
         "answer": answer,
         "reference": None,
@@ -206,7 +207,7 @@ def test_a_root_that_raises_is_not_scored_and_leaks_nothing(handler, monitor, si
 
     assert monitor.flush(10)
     assert sink.emitted == [] and monitor.stats.submitted == 0
-    assert capture_delta() == {"roots": 1, "failed": 1}
+    assert capture_delta() == {"roots": 1, "failed": 1, "no_record": {"the root raised": 1}}
     assert COLLECTOR.tracked_runs() == 0
     assert f"root run {run_id} (RunnableSequence) raised ValueError: nothing is scored" in caplog.text
 
@@ -241,7 +242,7 @@ def test_an_abandoned_stream_ends_its_root_and_leaks_nothing(handler, monitor, s
 
     assert monitor.flush(10)
     assert sink.emitted == []
-    assert capture_delta() == {"roots": 1, "skipped": 1}
+    assert capture_delta() == {"roots": 1, "skipped": 1, "no_record": {"no answer": 1}}
 
 
 def test_metadata_exclusion_is_counted_by_the_monitor_and_never_scored(handler, monitor, sink, capture_delta):
@@ -292,7 +293,7 @@ def test_runs_that_retrieve_nothing_make_no_record(handler, monitor, sink, captu
 
     assert monitor.flush(10)
     assert sink.emitted == []
-    assert capture_delta() == {"roots": 1, "skipped": 1}
+    assert capture_delta() == {"roots": 1, "skipped": 1, "no_record": {"no retrieval and no tool output": 1}}
 
 
 def test_a_retriever_that_found_nothing_still_records_an_ungrounded_answer(handler, monitor, sink):

@@ -24,7 +24,8 @@ def test_descendants_find_their_root_and_leave_with_it():
     assert collector.adopt(SCOPE, grandchild, child) is root
     assert collector.adopt_retriever(SCOPE, retriever, grandchild, "first query") is root
     assert collector.adopt_retriever(SCOPE, uuid.uuid4(), grandchild, "second query") is root
-    assert root.query == "first query" and list(root.retrievals)[0] == retriever.int
+    assert [s.query for s in root.sources] == ["first query", "second query"]
+    assert list(root.retrievals)[0] == retriever.int and not root.retrievals[retriever.int].nested
     assert collector.root_of(SCOPE, retriever) is root
     assert collector.tracked_runs() == 5  # the root, two chains, two retrievers
 
@@ -65,3 +66,40 @@ def test_roots_beyond_the_bound_evict_the_oldest_with_its_runs():
     assert (stats.roots, stats.evicted, stats.in_flight) == (3, 1, 2)
     assert collector.tracked_runs() == 2
     assert collector.pop_root(SCOPE, ids[0]) is None
+
+
+def test_runs_know_the_tool_and_the_retriever_they_run_inside():
+    collector = Collector()
+    root_id, tool, tool_chain, outer, inner, plain = (uuid.uuid4() for _ in range(6))
+    root = root_run(root_id)
+    collector.add_root(SCOPE, root)
+
+    collector.adopt_tool(SCOPE, tool, root_id, "search_docs", {"query": "q"}, "call_1")
+    collector.adopt(SCOPE, tool_chain, tool)  # a chain inside the tool
+    collector.adopt_retriever(SCOPE, outer, tool_chain, "q", "Compression")
+    collector.adopt_retriever(SCOPE, inner, outer, "q", "Base")  # a compression's base retriever
+    collector.adopt_retriever(SCOPE, plain, root_id, "q2", "Plain")
+
+    retrievals = root.retrievals
+    assert (retrievals[outer.int].tool, retrievals[outer.int].nested) == (tool.int, False)
+    assert (retrievals[inner.int].tool, retrievals[inner.int].nested) == (tool.int, True)
+    assert (retrievals[plain.int].tool, retrievals[plain.int].nested) == (None, False)
+    assert [type(s).__name__ for s in root.sources] == ["ToolRun", "Retrieval", "Retrieval", "Retrieval"]
+    assert root.tools[tool.int].call_id == "call_1" and not root.tools[tool.int].ended
+    assert collector.pop_root(SCOPE, root_id) is root and collector.tracked_runs() == 0
+
+
+def test_a_root_keeps_only_its_last_sources(monkeypatch):
+    from groundtrace_langchain import collector as module
+
+    monkeypatch.setattr(module, "MAX_SOURCES", 3)
+    collector = Collector()
+    root_id = uuid.uuid4()
+    root = root_run(root_id)
+    collector.add_root(SCOPE, root)
+    runs = [uuid.uuid4() for _ in range(5)]
+    for i, run in enumerate(runs):
+        collector.adopt_tool(SCOPE, run, root_id, f"tool{i}", {}, None)
+    assert [s.name for s in root.sources] == ["tool2", "tool3", "tool4"]
+    assert set(root.tools) == {r.int for r in runs[2:]}
+    collector.pop_root(SCOPE, root_id)

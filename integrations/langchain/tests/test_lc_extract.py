@@ -3,18 +3,24 @@
 from __future__ import annotations
 
 from langchain_core.documents import Document
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, Generation, LLMResult
 from langchain_core.prompts import ChatPromptTemplate
+from langgraph.types import Command
+from pydantic import BaseModel
 
 from groundtrace_langchain.extract import (
     answer_from_output,
+    call_input_text,
     contexts_from_values,
     document_summary,
     generation_text,
     message_text,
     question_from_input,
-    unique_documents,
+    replies_read,
+    tool_messages,
+    tool_output_text,
+    tool_query,
 )
 
 
@@ -73,16 +79,6 @@ def test_generation_text_of_chat_and_text_generations():
     assert generation_text(None) is None
 
 
-def test_unique_documents_keeps_order_and_drops_same_text_from_the_same_source():
-    a = Document(page_content="A", metadata={"source": "s1"})
-    a_again = Document(page_content="A", metadata={"source": "s1", "score": 0.9})
-    a_elsewhere = Document(page_content="A", metadata={"source": "s2"})
-    b_with_id = Document(page_content="B", id="b", metadata={"source": "s1"})
-    b_same_id = Document(page_content="B", id="b")
-    result = unique_documents([[a, b_with_id], None, [a_again, a_elsewhere, b_same_id]])
-    assert result == [a, b_with_id, a_elsewhere]
-
-
 def test_document_summary_keeps_scalar_metadata_only():
     document = Document(page_content="x", id="d1", metadata={
         "source": "f.md", "page": 3, "score": 0.5, "ok": True, "none": None,
@@ -101,3 +97,55 @@ def test_contexts_from_values_reads_documents_or_strings_under_known_keys():
     assert contexts_from_values({"context": "a formatted string is not a list of passages"}) is None
     assert contexts_from_values({"documents": [1, 2]}) is None
     assert contexts_from_values({"documents": []}) is None
+
+
+def test_a_model_calls_input_is_the_text_of_all_its_messages_or_prompts():
+    messages = [[SystemMessage("Context: the museum opens at 9."), HumanMessage("When?"),
+                 AIMessage("", tool_calls=[{"name": "t", "args": {}, "id": "c1"}]), ToolMessage("9 am", tool_call_id="c1")]]
+    assert call_input_text(messages) == "Context: the museum opens at 9.\nWhen?\n\n9 am"
+    assert call_input_text(["prompt one", "prompt two"]) == "prompt one\nprompt two"
+    assert call_input_text([]) is None
+    assert call_input_text(None) is None
+
+
+def test_tool_messages_and_replies_leave_handoffs_and_cleared_results_out():
+    kept = ToolMessage("Adult tickets cost 20 euros.", tool_call_id="c1", name="search")
+    handoff = ToolMessage("Successfully transferred to research", tool_call_id="c2",
+                          response_metadata={"__handoff_destination": "research"})
+    back = ToolMessage("Successfully transferred back to supervisor", tool_call_id="c3",
+                       response_metadata={"__is_handoff_back": True})
+    cleared = ToolMessage("[cleared]", tool_call_id="c4")
+    reply = AIMessage("The research agent says 20 euros.", name="research")
+    messages = [[HumanMessage("q"), kept, handoff, back, cleared, reply]]
+    assert tool_messages(messages) == [kept]
+    assert replies_read(messages) == ["Adult tickets cost 20 euros.", "[cleared]", "The research agent says 20 euros."]
+
+
+class Opening(BaseModel):
+    day: str
+    opens: str
+
+
+def test_tool_output_text_of_every_shape_a_tool_returns():
+    assert tool_output_text(ToolMessage("found it", tool_call_id="c")) == "found it"
+    assert tool_output_text(ToolMessage([{"type": "text", "text": "block "}, {"type": "text", "text": "text"}],
+                                        tool_call_id="c")) == "block text"
+    assert tool_output_text("plain") == "plain"
+    assert tool_output_text({"price": 20, "currency": "EUR"}) == '{"price": 20, "currency": "EUR"}'
+    assert tool_output_text(["a", "б"]) == '["a", "б"]'
+    assert tool_output_text(42) == "42"
+    assert tool_output_text(Opening(day="Tuesday", opens="09:00")) == '{"day":"Tuesday","opens":"09:00"}'
+    assert tool_output_text([Document(page_content="one"), Document(page_content="two")]) == "one\n\ntwo"
+    assert tool_output_text(Command(update={"messages": [ToolMessage("via command", tool_call_id="c")]})) == "via command"
+    assert tool_output_text(Command(goto="agent", update={"messages": [ToolMessage("moved", tool_call_id="c")]})) is None
+    assert tool_output_text(None) is None
+
+
+def test_tool_query_is_the_query_argument_the_only_string_or_the_arguments_as_json():
+    assert tool_query({"query": "adult price", "k": 3}) == "adult price"
+    assert tool_query({"question": "when?"}) == "when?"
+    assert tool_query({"request": "ask this"}) == "ask this"
+    assert tool_query({"day": "Tuesday", "section": "garden"}) == '{"day": "Tuesday", "section": "garden"}'
+    assert tool_query({"n": 3}) == '{"n": 3}'
+    assert tool_query("raw input") == "raw input"
+    assert tool_query({}) is None and tool_query(None) is None

@@ -5,6 +5,9 @@ concurrent runs, so no handler keeps state: they all share :data:`COLLECTOR`. St
 ``(scope, run_id.int)``, where the scope is the handler's, so that two handlers on the same run (say,
 one with a JSONL sink on an inner chain and one installed globally) each see their own root. (The
 UUID's int, because UUID.__hash__ is Python code and this runs on every callback.)
+
+Callbacks only store references here (the documents, the tool's output, the model's messages);
+nothing is rendered to text before the root ends (records.py).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from uuid import UUID
 
+from groundtrace.turn import ModelCall, NoRecordReasons, Turn
 from langchain_core.documents import Document
 
 Key = tuple[int, int]
@@ -22,6 +26,39 @@ Key = tuple[int, int]
 # A root that never ends (a stream dropped without closing it) must not hold memory forever: past
 # this many roots in flight, the oldest is forgotten and counted as evicted.
 DEFAULT_MAX_ROOTS = 10_000
+# A long agent loop keeps its last retrievals and tool calls; the answer's model call reads the
+# recent ones, and older tool outputs still in its input come back from its messages.
+MAX_SOURCES = 256
+EVICTED = "the root never ended (evicted past max_roots, e.g. a stream dropped without closing it)"
+_UNSET: Any = object()
+
+
+@dataclass(eq=False, slots=True)
+class Retrieval:
+    """One retriever run: its query and, once it returns, its documents."""
+
+    run: int
+    name: str | None
+    query: str
+    tool: int | None  # the run of the tool it ran inside, if any
+    nested: bool  # inside another retriever (a compression's base retriever): an internal step
+    documents: Sequence[Document] | None = None
+
+
+@dataclass(eq=False, slots=True)
+class ToolRun:
+    """One tool run: its name, arguments and, once it returns, its output (kept raw)."""
+
+    run: int
+    name: str | None
+    inputs: Any
+    call_id: str | None
+    parent: int | None = None  # the tool run it ran inside (a sub-agent's tool inside an agent-as-a-tool)
+    output: Any = _UNSET
+
+    @property
+    def ended(self) -> bool:
+        return self.output is not _UNSET
 
 
 @dataclass(eq=False, slots=True)
@@ -37,10 +74,14 @@ class RootRun:
     otel_ids: tuple[str, str] | None
     request_span: Any  # the adapter's own OpenTelemetry span, when it had to start one
     links: dict[str, str]
-    query: str | None = None
-    # one entry per retriever, in the order they started; None until (unless) it returns
-    retrievals: dict[int, Sequence[Document] | None] = field(default_factory=dict)
-    llm_response: Any = None  # the last LLM result, kept raw: read only if the output has no answer
+    turn: Turn = field(default_factory=Turn)  # the model calls (input and output, kept raw)
+    # retrievals and tool runs, in the order they started
+    sources: list[Retrieval | ToolRun] = field(default_factory=list)
+    retrievals: dict[int, Retrieval] = field(default_factory=dict)
+    tools: dict[int, ToolRun] = field(default_factory=dict)
+    pending: dict[int, ModelCall] = field(default_factory=dict)  # model calls not ended yet
+    # run -> (the tool run it is inside, whether it is inside a retriever), for runs inside either
+    within: dict[int, tuple[int | None, bool]] = field(default_factory=dict)
     members: list[int] = field(default_factory=list)  # run_id.int of every tracked descendant
 
 
@@ -51,13 +92,15 @@ class CaptureStats:
     roots: int = 0
     recorded: int = 0  # a Record was submitted to the Monitor (which samples: see its stats)
     excluded: int = 0  # submitted marked excluded (metadata groundtrace_exclude)
-    skipped: int = 0  # ended without retrieval (not a RAG answer) or without an answer: nothing to score
+    skipped: int = 0  # ended with nothing to score: see no_record for why
     failed: int = 0  # the root raised: nothing is scored
     evicted: int = 0  # forgotten past max_roots
     callback_errors: int = 0  # a callback of ours failed (logged; LangChain never sees it)
     in_flight: int = 0
+    # every root that made no Record, by reason (the reasons of skipped, failed and evicted)
+    no_record: dict[str, int] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, int]:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -68,6 +111,7 @@ class Collector:
         self._roots: dict[Key, RootRun] = {}  # insertion order = start order, for eviction
         self._owners: dict[Key, RootRun] = {}  # every tracked run, root or descendant -> its root
         self._stats = CaptureStats()
+        self.reasons = NoRecordReasons("LangChain")
 
     def add_root(self, scope: int, root: RootRun) -> list[RootRun]:
         """Track a new root; returns the roots evicted to make room (their spans need ending)."""
@@ -81,28 +125,61 @@ class Collector:
                 oldest_key = next(iter(self._roots))
                 evicted.append(self._forget(oldest_key))
                 self._stats.evicted += 1
+        for _ in evicted:
+            self.reasons.count(EVICTED, "raise max_roots or close your streams")
         return evicted
+
+    def _adopted(self, scope: int, run: int, parent: int) -> tuple[RootRun | None, tuple[int | None, bool]]:
+        """(Under the lock.) Track ``run`` under its parent's root; the root (None if the parent is
+        not tracked here) and what the parent runs inside (its tool run, inside a retriever)."""
+        root = self._owners.get((scope, parent))
+        if root is None:
+            return None, (None, False)
+        self._owners[(scope, run)] = root
+        root.members.append(run)
+        return root, root.within.get(parent, (None, False))
 
     def adopt(self, scope: int, run_id: UUID, parent_run_id: UUID) -> RootRun | None:
         """Track a run under its parent's root; None if the parent is not tracked here."""
         with self._lock:
-            root = self._owners.get((scope, parent_run_id.int))
-            if root is not None:
-                self._owners[(scope, run_id.int)] = root
-                root.members.append(run_id.int)
+            root, inside = self._adopted(scope, run_id.int, parent_run_id.int)
+            if root is not None and inside != (None, False):
+                root.within[run_id.int] = inside
             return root
 
-    def adopt_retriever(self, scope: int, run_id: UUID, parent_run_id: UUID, query: str) -> RootRun | None:
-        """Like :meth:`adopt`, and reserve the retriever's place in the root's retrieval order."""
+    def adopt_retriever(self, scope: int, run_id: UUID, parent_run_id: UUID, query: str,
+                        name: str | None = None) -> RootRun | None:
+        """Like :meth:`adopt`, and note the retrieval in the root's order of sources."""
         with self._lock:
-            root = self._owners.get((scope, parent_run_id.int))
+            run = run_id.int
+            root, (tool, nested) = self._adopted(scope, run, parent_run_id.int)
             if root is not None:
-                self._owners[(scope, run_id.int)] = root
-                root.members.append(run_id.int)
-                root.retrievals[run_id.int] = None
-                if root.query is None:
-                    root.query = query
+                retrieval = Retrieval(run, name, query, tool, nested)
+                root.within[run] = (tool, True)
+                root.retrievals[run] = retrieval
+                self._add_source(root, retrieval)
             return root
+
+    def adopt_tool(self, scope: int, run_id: UUID, parent_run_id: UUID, name: str | None, inputs: Any,
+                   call_id: str | None) -> RootRun | None:
+        """Like :meth:`adopt`, and note the tool run in the root's order of sources."""
+        with self._lock:
+            run = run_id.int
+            root, (outer, in_retriever) = self._adopted(scope, run, parent_run_id.int)
+            if root is not None:
+                tool = ToolRun(run, name, inputs, call_id, outer)
+                root.within[run] = (run, in_retriever)
+                root.tools[run] = tool
+                self._add_source(root, tool)
+            return root
+
+    @staticmethod
+    def _add_source(root: RootRun, source: Retrieval | ToolRun) -> None:
+        root.sources.append(source)
+        if len(root.sources) > MAX_SOURCES:
+            oldest = root.sources.pop(0)
+            root.retrievals.pop(oldest.run, None)
+            root.tools.pop(oldest.run, None)
 
     def root_of(self, scope: int, run_id: UUID | None) -> RootRun | None:
         if run_id is None:
@@ -129,10 +206,16 @@ class Collector:
         with self._lock:
             setattr(self._stats, bucket, getattr(self._stats, bucket) + 1)
 
+    def no_record(self, bucket: str, reason: str, hint: str = "") -> None:
+        """A root made no Record: count it in ``bucket`` and under its reason (said once at INFO)."""
+        self.count(bucket)
+        self.reasons.count(reason, hint)
+
     def stats(self) -> CaptureStats:
         with self._lock:
             stats = CaptureStats(**asdict(self._stats))
             stats.in_flight = len(self._roots)
+        stats.no_record = self.reasons.counts()
         return stats
 
     def tracked_runs(self) -> int:

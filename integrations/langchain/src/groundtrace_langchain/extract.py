@@ -6,11 +6,12 @@ and return None when nothing fits.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import LLMResult
 from langchain_core.prompt_values import PromptValue
 
@@ -18,6 +19,12 @@ QUESTION_KEYS = ("question", "input", "query")
 ANSWER_KEYS = ("answer", "output", "result", "text")
 # Keys under which an application may carry its own contexts when no retriever ran.
 CONTEXT_KEYS = ("documents", "contexts", "context")
+# The argument of a tool call that is its query; without one, the arguments as JSON are.
+TOOL_QUERY_KEYS = ("query", "question", "q")
+# response_metadata keys of langgraph-supervisor's and langgraph-swarm's handoff messages
+HANDOFF_KEYS = ("__handoff_destination", "__is_handoff_back")
+# what langchain's ContextEditingMiddleware leaves of a tool result it cleared from a model's input
+CLEARED = "[cleared]"
 _HUMAN_ROLES = {"human", "user"}
 _MAX_METADATA_TEXT = 300
 
@@ -111,24 +118,102 @@ def generation_text(response: LLMResult | None) -> str | None:
     return response.generations[0][0].text
 
 
+def _call_messages(call_input: Any) -> Iterator[Any]:
+    """The messages (or prompt strings) of a model call's input: on_chat_model_start gives a list
+    of message lists, on_llm_start a list of prompts."""
+    if isinstance(call_input, str):
+        yield call_input
+        return
+    if not isinstance(call_input, Sequence):
+        return
+    for item in call_input:
+        if isinstance(item, (str, BaseMessage)):
+            yield item
+        elif isinstance(item, Sequence):
+            yield from item
+
+
+def call_input_text(call_input: Any) -> str | None:
+    """A model call's input as one text: every message's text (all roles) or every prompt, joined."""
+    parts = [item if isinstance(item, str) else message_text(item) for item in _call_messages(call_input)]
+    return "\n".join(parts) if parts else None
+
+
+def is_routing(message: BaseMessage) -> bool:
+    """A handoff's acknowledgement ("Successfully transferred to ..."): control flow, not content.
+    langgraph-supervisor and langgraph-swarm mark them in response_metadata."""
+    return any(key in message.response_metadata for key in HANDOFF_KEYS)
+
+
+def tool_messages(call_input: Any) -> list[ToolMessage]:
+    """The tool results a model call read: the ToolMessages of its input (handoffs and results
+    cleared by context editing left out)."""
+    return [item for item in _call_messages(call_input)
+            if isinstance(item, ToolMessage) and not is_routing(item) and item.content != CLEARED]
+
+
+def replies_read(call_input: Any) -> list[str]:
+    """The texts of the AI and tool messages a model call read: where another model call's reply
+    (a sub-agent's answer, handed over as a message or as a tool's result) shows up whole."""
+    return [message_text(item) for item in _call_messages(call_input)
+            if isinstance(item, (AIMessage, ToolMessage)) and not is_routing(item)]
+
+
+def _as_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def tool_output_text(output: Any) -> str | None:
+    """A tool's output as the text the model reads: a ToolMessage's content, a string, structured
+    output as JSON, a LangGraph Command's tool messages. None when there is no text."""
+    if output is None:
+        return None
+    if isinstance(output, str):
+        return output
+    if isinstance(output, BaseMessage):
+        return None if is_routing(output) else message_text(output)
+    if isinstance(output, Document):
+        return output.page_content
+    update = getattr(output, "update", None)  # a LangGraph Command (not imported: langgraph is optional)
+    if type(output).__name__ == "Command":
+        if getattr(output, "goto", None) or not isinstance(update, Mapping):  # a handoff: routing, not content
+            return None
+        messages = update.get("messages")
+        texts = [message_text(m) for m in messages if isinstance(m, ToolMessage) and not is_routing(m)] \
+            if isinstance(messages, Sequence) else []
+        return "\n\n".join(texts) or None
+    if isinstance(output, Sequence) and output and all(isinstance(item, (BaseMessage, Document)) for item in output):
+        return "\n\n".join(filter(None, (tool_output_text(item) for item in output))) or None
+    model_dump_json = getattr(output, "model_dump_json", None)  # a pydantic model
+    if callable(model_dump_json):
+        try:
+            return str(model_dump_json())
+        except Exception:
+            return str(output)
+    if isinstance(output, (Mapping, Sequence, int, float, bool)):
+        return _as_json(output)
+    return str(output)
+
+
+def tool_query(arguments: Any) -> str | None:
+    """What a tool call searched for: its query argument (or its only argument, a string), else
+    its arguments as JSON."""
+    if isinstance(arguments, str):
+        return arguments
+    if not isinstance(arguments, Mapping) or not arguments:
+        return None
+    for key in TOOL_QUERY_KEYS:
+        if isinstance(arguments.get(key), str):
+            return arguments[key]
+    if len(arguments) == 1 and isinstance(only := next(iter(arguments.values())), str):
+        return only
+    return _as_json(dict(arguments))
+
+
 def source_id(document: Document) -> str | None:
     """What names a document's origin: its id, else its metadata's 'source'."""
     source = document.id or document.metadata.get("source")
     return None if source is None else str(source)
-
-
-def unique_documents(batches: Iterable[Sequence[Document] | None]) -> list[Document]:
-    """Documents of every retrieval in order, each (text, source id) kept once: two retrievers
-    (or one called twice) often return the same passage, and it must not count twice."""
-    seen: set[tuple[str, str | None]] = set()
-    documents = []
-    for batch in batches:
-        for document in batch or ():
-            key = (document.page_content, source_id(document))
-            if key not in seen:
-                seen.add(key)
-                documents.append(document)
-    return documents
 
 
 def scalar_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:

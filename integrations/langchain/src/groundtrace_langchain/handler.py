@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -21,12 +21,16 @@ from groundtrace.monitor import Monitor, check_sample_rate
 from groundtrace.privacy import Mask
 from groundtrace.redaction import get_logger
 from groundtrace.trace_context import current_links, otel_ids
+from groundtrace.turn import ToolFilter
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
+from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 
 from groundtrace_langchain.collector import COLLECTOR, CaptureStats, RootRun
 from groundtrace_langchain.records import NothingToScore, build_record
+
+RAISED = "the root raised"
 
 log = get_logger("groundtrace.langchain")
 TRACER_NAME = "groundtrace.langchain"
@@ -57,17 +61,18 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
     ``mask`` (a function ``str -> str``) goes with each Record to the Monitor (owned, given or
     shared), which applies it in its worker, off the request path, before its own mask
     (GROUNDTRACE_MASK) and before any metric or sink sees the text (see groundtrace.privacy).
+    ``include_tools`` (only these tool names) and ``exclude_tools`` choose whose outputs may be
+    contexts (a retriever tool's documents follow their tool).
     """
 
     # Our callbacks are O(1), thread-safe and never block: run them inline in async chains instead
     # of paying a thread-pool hop per event.
     run_inline = True
-    # Events we have no use for are skipped by LangChain before any call (chat-model starts too:
-    # an unimplemented on_chat_model_start would make LangChain render every prompt to text for us).
-    # Not ignore_agent: LangChain files tool events under it, and a tool may run a retriever.
+    # Events we have no use for are skipped by LangChain before any call. Chat-model starts are
+    # used (on_chat_model_start is implemented, so LangChain never renders prompts to text for us);
+    # not ignore_agent: LangChain files tool events under it.
     ignore_retry = True
     ignore_custom_event = True
-    ignore_chat_model = True
 
     def __init__(
         self,
@@ -77,6 +82,8 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
         answer_key: str | None = None,
         sample_rate: float | None = None,
         mask: Mask | None = None,
+        include_tools: Iterable[str] | None = None,
+        exclude_tools: Iterable[str] | None = None,
         **monitor_options: Any,
     ) -> None:
         builds_monitor = metrics is not None or sinks is not None or bool(monitor_options)
@@ -101,6 +108,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
         self._sample_rate = None if builds_monitor else sample_rate
         self._mask = mask  # always with each Record, so that it runs before the Monitor's own mask
         self._scope = next(_scopes)
+        self.tools = ToolFilter.of(include_tools, exclude_tools)
 
     @property
     def monitor(self) -> Monitor:
@@ -145,7 +153,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             root = COLLECTOR.pop_root(self._scope, run_id)
             if root is not None:
                 end_request_span(root.request_span, error)
-                COLLECTOR.count("failed")
+                COLLECTOR.no_record("failed", RAISED, "its answer is not scored")
                 log.debug("groundtrace: root run %s (%s) raised %s: nothing is scored", run_id, root.name,
                           type(error).__name__)
         except Exception:
@@ -156,7 +164,8 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
                            **kwargs: Any) -> None:
         try:
             if parent_run_id is not None:
-                COLLECTOR.adopt_retriever(self._scope, run_id, parent_run_id, query)
+                name = kwargs.get("name") or (serialized or {}).get("name")
+                COLLECTOR.adopt_retriever(self._scope, run_id, parent_run_id, query, name)
         except Exception:
             _report_failure("on_retriever_start")
 
@@ -164,32 +173,71 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
                          **kwargs: Any) -> None:
         try:
             root = COLLECTOR.root_of(self._scope, run_id)
-            if root is not None and run_id.int in root.retrievals:
-                root.retrievals[run_id.int] = documents
+            retrieval = root.retrievals.get(run_id.int) if root is not None else None
+            if retrieval is not None:
+                retrieval.documents = documents
         except Exception:
             _report_failure("on_retriever_end")
 
-    # ------------------------------------------------------------------------- LLMs and tools
-    def on_llm_start(self, *args: Any, **kwargs: Any) -> None:
-        """Nothing to learn at the start: the answer fallback comes from on_llm_end."""
+    # -------------------------------------------------------------------------------- models
+    # A model call's input and output are stored as LangChain gave them; records.py renders only
+    # the call that wrote the answer, once the root ends.
+    def on_chat_model_start(self, serialized: Any, messages: list[list[BaseMessage]], *, run_id: UUID,
+                            parent_run_id: UUID | None = None, **kwargs: Any) -> None:
+        self._start_call(run_id, parent_run_id, messages, "on_chat_model_start")
+
+    def on_llm_start(self, serialized: Any, prompts: list[str], *, run_id: UUID, parent_run_id: UUID | None = None,
+                     **kwargs: Any) -> None:
+        self._start_call(run_id, parent_run_id, prompts, "on_llm_start")
+
+    def _start_call(self, run_id: UUID, parent_run_id: UUID | None, model_input: Any, event: str) -> None:
+        try:
+            root = COLLECTOR.root_of(self._scope, parent_run_id)
+            if root is not None:
+                root.pending[run_id.int] = root.turn.start_call(model_input)
+        except Exception:
+            _report_failure(event)
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, parent_run_id: UUID | None = None,
                    **kwargs: Any) -> None:
         try:
             root = COLLECTOR.root_of(self._scope, parent_run_id)
-            if root is not None:
-                root.llm_response = response
+            call = root.pending.pop(run_id.int, None) if root is not None else None
+            if call is not None:
+                call.output = response
         except Exception:
             _report_failure("on_llm_end")
 
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None,
+                     **kwargs: Any) -> None:
+        try:
+            root = COLLECTOR.root_of(self._scope, parent_run_id)
+            if root is not None:
+                root.pending.pop(run_id.int, None)
+        except Exception:
+            _report_failure("on_llm_error")
+
+    # --------------------------------------------------------------------------------- tools
     def on_tool_start(self, serialized: Any, input_str: str, *, run_id: UUID, parent_run_id: UUID | None = None,
                       **kwargs: Any) -> None:
         try:
             # a tool may run a retriever (agentic RAG): its runs must find their root through it
             if parent_run_id is not None:
-                COLLECTOR.adopt(self._scope, run_id, parent_run_id)
+                name = (serialized or {}).get("name") or kwargs.get("name")
+                arguments = kwargs.get("inputs")
+                COLLECTOR.adopt_tool(self._scope, run_id, parent_run_id, name,
+                                     input_str if arguments is None else arguments, kwargs.get("tool_call_id"))
         except Exception:
             _report_failure("on_tool_start")
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
+        try:
+            root = COLLECTOR.root_of(self._scope, run_id)
+            tool = root.tools.get(run_id.int) if root is not None else None
+            if tool is not None:
+                tool.output = output
+        except Exception:
+            _report_failure("on_tool_end")
 
     # ---------------------------------------------------------------------------------- roots
     def _start_root(self, run_id: UUID, inputs: Any, tags: list[str] | None, metadata: dict[str, Any] | None,
@@ -207,10 +255,10 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
     # ------------------------------------------------------------------------------ submitting
     def _submit(self, root: RootRun, outputs: Any, end_inputs: Any) -> None:
         try:
-            record = build_record(root, outputs, end_inputs, self.answer_key)
-        except NothingToScore as reason:
-            COLLECTOR.count("skipped")
-            log.debug("groundtrace: root run %s (%s) %s: no record", root.run_id, root.name, reason)
+            record = build_record(root, outputs, end_inputs, self.answer_key, self.tools)
+        except NothingToScore as nothing:
+            COLLECTOR.no_record("skipped", nothing.reason, nothing.hint)
+            log.debug("groundtrace: root run %s (%s): %s: no record", root.run_id, root.name, nothing.reason)
             return
         # the Monitor samples and counts exclusions; an excluded Record carries the run's flag
         self.monitor.submit(record, sample_rate=self._sample_rate, mask=self._mask)

@@ -39,7 +39,7 @@ class _HandlerSlot:
 
 class LangChainInstrumentor(Instrumentor):
     framework = "LangChain"
-    hook_options = frozenset({"answer_key", "mask"})
+    hook_options = frozenset({"answer_key", "mask", "include_tools", "exclude_tools"})
 
     def __init__(self) -> None:
         super().__init__()
@@ -47,7 +47,7 @@ class LangChainInstrumentor(Instrumentor):
         self._hook_registered = False
 
     def _install(self, monitor: Monitor, **hook_options: Any) -> None:
-        handler = GroundtraceCallbackHandler(monitor=monitor, **hook_options)  # answer_key, mask
+        handler = GroundtraceCallbackHandler(monitor=monitor, **hook_options)  # answer_key, mask, tools
         if not self._hook_registered:
             # imported here: it loads langsmith, which `import groundtrace_langchain` need not pay for
             from langchain_core.tracers.context import register_configure_hook
@@ -72,7 +72,9 @@ def instrument(**options: Any) -> Monitor | None:
     keyword arguments override them: ``metrics``, ``sinks``, ``sample_rate``, ``queue_size``,
     ``workers``, ``metric_timeout_s``, ``options``, or ``monitor=`` to use your own Monitor, and
     ``answer_key`` and ``mask`` (a function ``str -> str`` applied to every captured text before
-    any metric or sink sees it; with your own or the shared Monitor too). A second call returns the Monitor already in use. Returns None, doing nothing,
+    any metric or sink sees it; with your own or the shared Monitor too), and ``include_tools`` /
+    ``exclude_tools`` (tool names whose outputs may, or may not, be contexts). A second call returns
+    the Monitor already in use. Returns None, doing nothing,
     when ``GROUNDTRACE_ENABLED`` is set to a false value (0/false/no/off). See
     ``groundtrace.capture.Instrumentor`` for who closes the Monitor.
     """

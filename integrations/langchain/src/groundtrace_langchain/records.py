@@ -1,34 +1,59 @@
-"""Turn what a root run showed into a groundtrace Record."""
+"""Turn what a root run showed into a groundtrace Record, by the capture kit's definition of a turn
+(groundtrace.turn): the user's question, the derived queries, the answer, and the passages that
+reached the model call that wrote it. Everything here runs once, at the root's end."""
 
 from __future__ import annotations
 
 from typing import Any
+from uuid import UUID
 
 from groundtrace.record import Record
 from groundtrace.trace_context import current_links
+from groundtrace.turn import DOCUMENT, TOOL, ModelCall, Passage, Selection, ToolFilter, Turn, normalize, select_contexts
 from langchain_core.documents import Document
+from langchain_core.messages import ToolMessage
 
-from groundtrace_langchain.collector import RootRun
+from groundtrace_langchain.collector import Retrieval, RootRun, ToolRun
 from groundtrace_langchain.extract import (
     answer_from_output,
+    call_input_text,
     contexts_from_values,
     document_summary,
     generation_text,
     question_from_input,
+    replies_read,
     scalar_metadata,
-    unique_documents,
+    source_id,
+    tool_messages,
+    tool_output_text,
+    tool_query,
 )
 
 SOURCE = "langchain"
+NO_SOURCE = "no retrieval and no tool output"
+NO_SOURCE_HINT = ("nothing to score: no retriever or tool ran (if your retrieval is not a LangChain retriever "
+                  "or tool, return the passages under a 'documents'/'contexts'/'context' key)")
+FILTERED = "only tools left out by include_tools/exclude_tools"
+NO_ANSWER = "no answer"
+# A reply shorter than this ("yes", "no", a grade) is too common to say which call wrote it.
+MIN_REPLY = 24
+NO_ANSWER_HINT = "the root's output holds no answer and no model call finished (answer_key= names a dict key)"
+
+
+EVERY_TOOL = ToolFilter()
 
 
 class NothingToScore(Exception):
     """A root run ended without what a grounding score needs: it makes no Record."""
 
+    def __init__(self, reason: str, hint: str = "") -> None:
+        super().__init__(reason)
+        self.reason, self.hint = reason, hint
+
 
 def _root_metadata(root: RootRun) -> dict[str, Any]:
     metadata: dict[str, Any] = {"source": SOURCE, "run_name": root.name, "tags": list(root.tags),
-                "run_metadata": scalar_metadata(root.metadata)}
+                                "run_metadata": scalar_metadata(root.metadata)}
     if root.excluded:  # the run's own flag, where the Monitor reads it: counted there, never scored
         metadata["groundtrace_exclude"] = True
     return metadata
@@ -44,31 +69,228 @@ def _ids(root: RootRun) -> tuple[str | None, str | None]:
     return root.otel_ids if root.otel_ids is not None else (None, None)
 
 
-def build_record(root: RootRun, outputs: Any, end_inputs: Any, answer_key: str | None) -> Record:
+def _tool_key(root: RootRun, run: int | None) -> str | None:
+    """What names a tool call: its tool_call_id, else its run id."""
+    if run is None:
+        return None
+    tool = root.tools.get(run)
+    return tool.call_id if tool is not None and tool.call_id else str(UUID(int=run))
+
+
+def _document_passage(retrieval: Retrieval, document: Document, tool_key: str | None, tool_name: str | None) -> Passage:
+    return Passage(document.page_content, DOCUMENT, retrieval.name, source_id(document), within=tool_key,
+                   metadata={"document": document, "tool": tool_name, "inside": retrieval.tool})
+
+
+def _tool_passage(name: str | None, text: str, key: str | None, tool: ToolRun | None = None) -> Passage:
+    return Passage(text, TOOL, name, key, metadata={"tool": name, "run": tool.run if tool is not None else None,
+                                                    "inside": tool.parent if tool is not None else None})
+
+
+def _represented(contexts: list[Passage], root: RootRun) -> list[Passage]:
+    """The contexts less every tool output that is represented by what was read inside its tool:
+    the kit's rule for a retriever tool's documents (select_contexts), carried through nested tool
+    calls, e.g. a sub-agent called as a tool, whose reply stands for the documents it read."""
+    inside: set[int] = set()
+    for passage in contexts:
+        run = passage.metadata.get("inside")
+        while run is not None and run not in inside:
+            inside.add(run)
+            outer = root.tools.get(run)
+            run = outer.parent if outer is not None else None
+    if not inside:
+        return contexts
+    return [p for p in contexts if not (p.kind == TOOL and p.metadata.get("run") in inside)]
+
+
+def _origin(passage: Passage) -> dict[str, Any]:
+    """Where a context came from, for metadata["documents"]: a document's id, source and scalar
+    metadata (and the tool it was retrieved inside), or a tool call's id and tool name."""
+    document = passage.metadata.get("document")
+    if document is None:
+        found: dict[str, Any] = {"id": passage.id, "source": None, "metadata": {}}
+    else:
+        found = document_summary(document)
+    if passage.metadata.get("tool") is not None:
+        found["tool"] = passage.metadata["tool"]
+    return found
+
+
+class _Candidates:
+    """The passages of a turn, sorted into candidate contexts and what is set aside at once."""
+
+    def __init__(self) -> None:
+        self.passages: list[Passage] = []
+        self.left_out: list[Passage] = []  # retrieved inside a tool the filter leaves out
+        self.internal: list[Passage] = []  # a nested retriever's documents (a compression's input)
+        self.retrieved = False  # a (top-level) retriever ran, even if it found nothing
+        self.filtered_tools = False  # a tool's output was left out by the filter
+
+
+def _in_call_order(root: RootRun, call_order: dict[str, int]) -> list[Retrieval | ToolRun]:
+    """The root's sources in start order, except that tool calls the answer's model call read are
+    in the order it read them: parallel tool calls start in any order, the model reads them in the
+    order it asked for them. A tool call moves with the retrievals made inside it."""
+    if not call_order or not root.tools:  # a chain: nothing to reorder
+        return list(root.sources)
+    units: list[list[Retrieval | ToolRun]] = []
+    unit_of: dict[int, list[Retrieval | ToolRun]] = {}
+    for source in list(root.sources):
+        if isinstance(source, Retrieval) and source.tool in unit_of:
+            unit_of[source.tool].append(source)
+            continue
+        unit: list[Retrieval | ToolRun] = [source]
+        units.append(unit)
+        if isinstance(source, ToolRun):
+            unit_of[source.run] = unit
+
+    # the units of tool calls the model read trade places among themselves, by the order it read them
+    read = {i: call_order[unit[0].call_id] for i, unit in enumerate(units)
+            if isinstance(unit[0], ToolRun) and unit[0].call_id in call_order}
+    moved = [units[i] for i in sorted(read, key=read.__getitem__)]
+    for slot, unit in zip(sorted(read), moved, strict=True):
+        units[slot] = unit
+    return [source for unit in units for source in unit]
+
+
+def _candidates(root: RootRun, history: list[Passage], call_order: dict[str, int], tools: ToolFilter) -> _Candidates:
+    found = _Candidates()
+    found.passages.extend(history)
+    for source in _in_call_order(root, call_order):
+        if isinstance(source, ToolRun):
+            if not source.ended:
+                continue
+            text = tool_output_text(source.output)
+            if text and text.strip():
+                passage = _tool_passage(source.name, text, _tool_key(root, source.run), source)
+                found.passages.append(passage)
+                found.filtered_tools |= not tools.allows(source.name)
+            continue
+        tool = root.tools.get(source.tool) if source.tool is not None else None
+        key, name = _tool_key(root, source.tool), tool.name if tool is not None else None
+        passages = [_document_passage(source, d, key, name) for d in source.documents or () if d.page_content.strip()]
+        if source.nested:
+            found.internal.extend(passages)
+            continue
+        found.retrieved = True
+        if tool is not None and not tools.allows(tool.name):
+            found.left_out.extend(passages)
+            found.filtered_tools = True
+        else:
+            found.passages.extend(passages)
+    return found
+
+
+def _history(messages: list[ToolMessage], root: RootRun) -> list[Passage]:
+    """Tool results in the answer call's input that no tool run of this turn produced: an earlier
+    turn's, carried by a checkpointed thread (only what the final call read)."""
+    own = {tool.call_id for tool in root.tools.values() if tool.ended and tool.call_id}
+    passages = []
+    for message in messages:
+        if message.tool_call_id not in own:
+            own.add(message.tool_call_id)  # a message read by several calls counts once
+            text = tool_output_text(message)
+            if text:
+                passages.append(_tool_passage(message.name, text, message.tool_call_id))
+    return passages
+
+
+def _unused(selection: Selection, found: _Candidates) -> list[dict[str, Any]]:
+    """Summaries (no text) of what was retrieved or returned and did not reach the answer."""
+    dropped = [*selection.unused, *found.left_out]
+    if found.internal:
+        reached = {normalize(p.text) for p in selection.contexts}
+        dropped.extend(p for p in found.internal if normalize(p.text) not in reached)
+    if not dropped:
+        return []
+    summaries: list[dict[str, Any]] = []
+    for passage in dropped:
+        summary = passage.summary()
+        if summary not in summaries:
+            summaries.append(summary)
+    return summaries
+
+
+def _calls_read(turn: Turn, answer_call: ModelCall) -> list[ModelCall]:
+    """The answer's model call, then every model call whose reply it read whole, recursively: a
+    sub-agent's answer handed to a supervisor as a message or as a tool's result brings what that
+    sub-agent read. Only AI and tool messages count: a query rewritten into a user message does not
+    bring what its rewriter read."""
+    replies: dict[str, ModelCall] = {}
+    for call in turn.calls:
+        text = generation_text(call.output) if call.output is not None else None
+        if call is not answer_call and text and len(text) >= MIN_REPLY:
+            replies[normalize(text)] = call
+    reading, queue = [answer_call], [answer_call]
+    while queue and replies:
+        for text in replies_read(queue.pop(0).input):
+            feeder = replies.pop(normalize(text), None) if len(text) >= MIN_REPLY else None
+            if feeder is not None:
+                reading.append(feeder)
+                queue.append(feeder)
+    return reading
+
+
+def _queries(root: RootRun) -> None:
+    """The queries derived on the way: retriever queries and tool arguments, in order."""
+    for source in list(root.sources):
+        root.turn.note_query(source.query if isinstance(source, Retrieval) else tool_query(source.inputs))
+
+
+def build_record(root: RootRun, outputs: Any, end_inputs: Any, answer_key: str | None,
+                 tools: ToolFilter = EVERY_TOOL) -> Record:
     """The Record of a finished root run.
 
-    Raises NothingToScore when no retriever ran and no contexts came in or out (not a RAG answer),
-    or when there is no answer (a stream closed before its first chunk, a chain returning None)."""
+    Raises NothingToScore when no retriever or tool ran and no contexts came in or out (not a RAG
+    answer), or when there is no answer (a stream closed before its first chunk, a chain returning None)."""
+    turn = root.turn
     # a streamed root starts with a placeholder input; its end event carries the real one
     inputs = end_inputs if end_inputs is not None else root.inputs
-    documents: list[Document | str] | None = list(unique_documents(root.retrievals.values())) if root.retrievals \
-        else contexts_from_values(outputs, inputs)
-    if documents is None:
-        raise NothingToScore("retrieved nothing")
+    turn.question = question_from_input(inputs)
     answer = answer_from_output(outputs, answer_key)
-    if answer is None:
-        answer = generation_text(root.llm_response)
+    call = turn.answer_call(answer, generation_text)
+    if answer is None:  # the answer is the last model generation (the output is no text we know)
+        answer = generation_text(call.output) if call is not None else None
         if answer is None:
-            raise NothingToScore("produced no answer")
-    question = root.query if root.query is not None else question_from_input(inputs)
+            raise NothingToScore(NO_ANSWER, NO_ANSWER_HINT)
+    reading = _calls_read(turn, call) if call is not None else []
+    model_input = "\n".join(filter(None, (call_input_text(c.input) for c in reading))) or None
+    read = [message for c in reading for message in tool_messages(c.input)]
+    order: dict[str, int] = {}
+    for message in read:
+        order.setdefault(message.tool_call_id, len(order))
+    found = _candidates(root, _history(read, root), order, tools)
     metadata = _root_metadata(root)
-    metadata["documents"] = [document_summary(d) for d in documents if isinstance(d, Document)]
+    if found.retrieved or any(p.kind == DOCUMENT or tools.allows(p.name) for p in found.passages):
+        selection = select_contexts(found.passages, model_input, tools)
+    elif found.filtered_tools:
+        raise NothingToScore(FILTERED)
+    else:
+        carried = contexts_from_values(outputs, inputs)
+        if carried is None:
+            raise NothingToScore(NO_SOURCE, NO_SOURCE_HINT)
+        # passages the application hands over itself are taken as given: it says what it used
+        selection = select_contexts([Passage(d.page_content, metadata={"document": d}) if isinstance(d, Document)
+                                     else Passage(d) for d in carried], None)
+    _queries(root)
+    question = turn.question
+    if question is None and turn.queries:  # the input holds no question we know: the first query stands in
+        question = turn.queries.pop(0)
+        metadata["question_from"] = "query"
+    contexts = _represented(selection.contexts, root)
+    metadata["documents"] = [_origin(p) for p in contexts]
+    unused = _unused(selection, found)
+    if unused:
+        metadata["unused_contexts"] = unused
+    if selection.unchecked:
+        metadata["contexts_unchecked"] = True  # no model call was seen: every passage is kept
     trace_id, span_id = _ids(root)
     run_id = str(root.run_id)
     return Record(
         id=run_id,
         question=question,
-        contexts=[d.page_content if isinstance(d, Document) else d for d in documents],
+        queries=turn.queries or None,
+        contexts=[p.text for p in contexts],
         answer=answer,
         metadata=metadata,
         trace_id=trace_id,
