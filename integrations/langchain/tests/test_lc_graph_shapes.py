@@ -17,7 +17,7 @@ from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph
 
-from lc_agents import DOC, ScriptedChatModel, call, museum_retriever, origin, retriever_tool, user
+from lc_agents import DOC, ScriptedChatModel, call, call_id, museum_retriever, origin, retriever_tool, user
 from lc_app import format_documents
 
 ANSWER = "An adult ticket costs 20 euros online."
@@ -138,8 +138,8 @@ def test_a_sub_agent_called_as_a_tool_brings_what_it_read(handler, monitor, sink
         """Ask the research agent a question about the museum."""
         return str(research.invoke(user(request))["messages"][-1].content)
 
-    supervisor = create_agent(ScriptedChatModel(replies=[call("ask_research", request="adult ticket price"),
-                                                         AIMessage(ANSWER)]), tools=[ask_research])
+    ask = call("ask_research", request="adult ticket price")
+    supervisor = create_agent(ScriptedChatModel(replies=[ask, AIMessage(ANSWER)]), tools=[ask_research])
     supervisor.invoke(user("How much is an adult ticket if I buy it online?"), config={"callbacks": [handler]})
 
     record = only_record(monitor, sink)
@@ -147,6 +147,9 @@ def test_a_sub_agent_called_as_a_tool_brings_what_it_read(handler, monitor, sink
     # the supervisor read the research agent's reply, which was written from the retrieved page
     assert record.contexts == [DOC["tickets"].page_content]
     assert record.queries == ["adult ticket price", "adult ticket price online"]
+    # the reply itself is set aside as written by a model of the turn (the kit's rule), not lost
+    assert record.metadata["unused_contexts"] == [{"kind": "tool", "name": "ask_research", "id": call_id(ask),
+                                                   "reason": "model-written"}]
 
 
 def test_a_tool_that_writes_its_result_with_a_model_from_data_it_fetched_itself_stays_a_context(handler, monitor,
@@ -165,8 +168,9 @@ def test_a_tool_that_writes_its_result_with_a_model_from_data_it_fetched_itself_
     agent.invoke(user("How much is an adult ticket if I buy it online?"), config={"callbacks": [handler]})
 
     record = only_record(monitor, sink)
-    # nothing retrieved inside the tool reached the answer: the tool's output is the context
+    # the model inside the tool read no passage the turn saw: the tool's output is the context
     assert record.contexts == [summary]
+    assert "unused_contexts" not in record.metadata
     assert record.queries == ["tickets"]
 
 
