@@ -155,6 +155,35 @@ def test_a_model_written_passage_is_set_aside_only_for_a_call_that_read_another_
     assert [p.id for p in select_contexts([document, written], f"tool: {reply}", read=read_nothing).contexts] == ["t"]
 
 
+def test_a_document_is_never_model_written_even_when_a_reply_quotes_it_word_for_word():
+    """A refine step's first answer quotes the second document exactly; the second step reads that
+    answer and the second document. The document was retrieved, not written: it stays a context."""
+    turn = Turn(question="How much is an adult ticket online?")
+    turn.add_passage(Passage(HOURS, id="hours"))
+    turn.add_passage(Passage(PRICE, id="tickets"))
+    call(turn, f"Context: {HOURS}\nQ: price?", PRICE)
+    call(turn, f"Existing answer: {PRICE}\nMore context: {PRICE}\nRefine.", ANSWER)
+
+    selection = contexts(turn)
+
+    assert [p.id for p in selection.contexts] == ["hours", "tickets"] and selection.written == []
+
+
+def test_a_call_that_quotes_a_tool_output_it_read_did_not_write_it():
+    tool_text = "Adult ticket: 20 EUR online, 25 EUR at the door (price table, 2026)."
+    turn = Turn(question="How much is an adult ticket online?")
+    turn.add_passage(Passage(HOURS, id="hours"))
+    turn.add_passage(Passage(tool_text, TOOL, name="lookup_prices", id="call-1"))
+    call(turn, f"Context: {HOURS}\ntool: {tool_text}\nQuote the price line.", tool_text)
+    call(turn, f"ai: {tool_text}\ntool: {tool_text}", ANSWER)
+
+    selection = contexts(turn)
+
+    # the quoting call is read (its reply is in the answer's input), so what it read counts; but
+    # the tool's output it quoted is still the tool's, not the model's
+    assert [p.id for p in selection.contexts] == ["hours", "call-1"] and selection.written == []
+
+
 # ------------------------------------------------------------------------------ CaptureStats
 def test_capture_stats_account_for_every_root_and_say_failures_once(caplog):
     counter = CaptureCounter("LangChain")

@@ -194,12 +194,15 @@ def select_contexts(passages: Sequence[Passage], model_input: str | None,
 
 
 def _model_written(reached: list[Passage], read: Sequence[ReadCall]) -> list[Passage]:
-    """The passages that hold the reply of a call in ``read`` which read another passage itself:
-    that passage (and whatever it read, recursively) stands for the reply."""
+    """The tool outputs that hold the reply of a call in ``read`` which read some other passage
+    itself (and not this one: a call that quotes a tool's output did not write it); what that call
+    read stands for the reply. A document is retrieved, never written by the turn's models, even
+    when an answer quotes it word for word."""
     flat = [normalize(p.text) for p in reached]
-    readers = [[i for i, text in enumerate(flat) if appears_in(reached[i].text, call.input)] for call in read]
+    readers = [{i for i, passage in enumerate(reached) if appears_in(passage.text, call.input)} for call in read]
     return [passage for i, passage in enumerate(reached)
-            if any(call.reply in flat[i] and any(j != i for j in readers[n]) for n, call in enumerate(read))]
+            if passage.kind == TOOL and any(call.reply in flat[i] and i not in readers[n] and readers[n]
+                                            for n, call in enumerate(read))]
 
 
 def _explained(reached: list[Passage], tool_of: dict[str, Passage]) -> set[str]:

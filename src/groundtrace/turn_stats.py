@@ -24,6 +24,9 @@ from groundtrace.redaction import get_logger
 log = get_logger("groundtrace.capture")
 
 FAILED = "the root raised"
+# a root whose end groundtrace failed to read: its own failure, never the application's
+UNREADABLE = "groundtrace failed to read it"
+UNREADABLE_HINT = "a failure of groundtrace's own, logged and counted in callback_errors"
 
 
 @dataclass
@@ -103,6 +106,10 @@ class CaptureCounter:
 
     def no_record(self, reason: str, hint: str = "") -> None:
         self.reasons.count(reason, hint)
+
+    def unreadable(self) -> None:
+        """groundtrace failed on a root's end: it makes no Record, for a reason of its own."""
+        self.reasons.count(UNREADABLE, UNREADABLE_HINT)
 
     def failed(self, hint: str = "") -> None:
         self._add("failed")

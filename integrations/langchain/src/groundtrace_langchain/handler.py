@@ -31,9 +31,6 @@ from langchain_core.outputs import LLMResult
 from groundtrace_langchain.collector import COLLECTOR, RootRun
 from groundtrace_langchain.records import NothingToScore, build_record
 
-# a root whose end groundtrace itself failed to read (its own error, logged once per kind)
-UNREADABLE = "groundtrace could not read the root's end"
-
 log = get_logger("groundtrace.langchain")
 TRACER_NAME = "groundtrace.langchain"
 _scopes = itertools.count(1)
@@ -266,7 +263,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             log.debug("groundtrace: root run %s (%s): %s: no record", root.run_id, root.name, nothing.reason)
             return
         except Exception:
-            COLLECTOR.counts.no_record(UNREADABLE, "a callback of groundtrace failed (counted in callback_errors)")
+            COLLECTOR.counts.unreadable()  # and _report_failure counts the callback error
             raise
         COLLECTOR.counts.recorded(root.excluded)
 
