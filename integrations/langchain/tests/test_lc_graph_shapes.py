@@ -10,10 +10,13 @@ import warnings
 from typing import Any, TypedDict
 
 import pytest
+from groundtrace.metrics import get_metric
 from langchain.agents import create_agent
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import RunnablePassthrough
 from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph
 
@@ -150,6 +153,36 @@ def test_a_sub_agent_called_as_a_tool_brings_what_it_read(handler, monitor, sink
     # the reply itself is set aside as written by a model of the turn (the kit's rule), not lost
     assert record.metadata["unused_contexts"] == [{"kind": "tool", "name": "ask_research", "id": call_id(ask),
                                                    "reason": "model-written"}]
+
+
+def test_a_tool_that_runs_a_rag_chain_stands_for_what_its_model_read_and_a_repeated_error_is_caught(handler, monitor,
+                                                                                                   sink):
+    """The twin of LlamaIndex's QueryEngineTool: a tool runs a retrieval chain and returns its
+    model's answer, which makes up a price (45 euros: in no document); the agent repeats it."""
+    made_up = "According to the museum's pages, an adult ticket costs 45 euros online."
+    chain = ({"context": museum_retriever(k=1) | format_documents, "question": RunnablePassthrough()} | GENERATE
+             | ScriptedChatModel(replies=[AIMessage(made_up)]) | StrOutputParser())
+
+    @tool
+    def ask_docs(question: str) -> str:
+        """Answer a question from the museum's pages."""
+        return chain.invoke(question)
+
+    repeated = "An adult ticket costs 45 euros online."
+    ask = call("ask_docs", question="adult ticket price online")
+    create_agent(ScriptedChatModel(replies=[ask, AIMessage(repeated)]), tools=[ask_docs]).invoke(
+        user("How much is an adult ticket if I buy it online?"), config={"callbacks": [handler]})
+
+    record = only_record(monitor, sink)
+    assert (record.answer, record.queries) == (repeated, ["adult ticket price online"])
+    assert record.contexts == [DOC["tickets"].page_content]  # what the chain's model read, not its answer
+    assert record.metadata["unused_contexts"] == [{"kind": "tool", "name": "ask_docs", "id": call_id(ask),
+                                                   "reason": "model-written"}]
+    flagged = get_metric("facts").score(record).flagged_text().split("; ")
+    assert '"45 euros"' in flagged
+    # measured against the chain's answer, as the tool's output, the error would pass
+    assert '"45 euros"' not in get_metric("facts").score(record.model_copy(update={"contexts": [made_up]})) \
+        .flagged_text().split("; ")
 
 
 def test_a_tool_that_writes_its_result_with_a_model_from_data_it_fetched_itself_stays_a_context(handler, monitor,
