@@ -11,10 +11,10 @@ from groundtrace.privacy import apply_mask, text_free_record
 from groundtrace.record import Record
 from groundtrace.sinks import build_sinks
 from groundtrace.sinks.jsonl import JsonlSink
-from groundtrace.turn_stats import NoRecordReasons
 from groundtrace.turn import (
     DOCUMENT,
     TOOL,
+    NoRecordReasons,
     Passage,
     ToolFilter,
     Turn,

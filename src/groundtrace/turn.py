@@ -42,6 +42,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+# where roots went is counted in groundtrace.turn_stats; the reasons' counter was first defined here
+from groundtrace.turn_stats import NoRecordReasons as NoRecordReasons
+
 DOCUMENT, TOOL = "document", "tool"
 # Why a passage that reached the answer is not a context: a model of the turn wrote it (see above)
 MODEL_WRITTEN = "model-written"
@@ -252,8 +255,9 @@ def reading(calls: Sequence[ModelCall], answer_call: ModelCall, input_text: Rend
         flat = normalize(reply) if reply else ""
         if len(flat) >= MIN_REPLY:
             replies[index] = (call, flat)
+    model_input = input_text(answer_call.input)
     found, read, queue = [answer_call], [], [answer_call]
-    inputs: dict[int, str] = {}
+    inputs = {id(answer_call): normalize(model_input or "")}  # each input rendered once
 
     def text_of(call: ModelCall) -> str:
         if id(call) not in inputs:
@@ -269,7 +273,6 @@ def reading(calls: Sequence[ModelCall], answer_call: ModelCall, input_text: Rend
                 found.append(call)
                 queue.append(call)
                 read.append(ReadCall(text_of(call), reply))
-    model_input = input_text(answer_call.input)
     return Reading(found, model_input, read)
 
 
