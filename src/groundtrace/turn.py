@@ -14,31 +14,51 @@ makes at most one Record:
   and then dropped (compression, rerank, postprocessors, a rejected retrieval) are not contexts;
   they are kept beside the Record as ``metadata["unused_contexts"]`` (names and ids, no text).
 
+**A passage written by a model call of the same turn stands for what that call read.** A
+sub-agent's reply handed to a supervisor, a query engine tool's answer, any tool whose output is a
+model's generation: the model call that wrote the answer read that text, and that text was written
+from what the inner call read. So the calls the answer read are the answer's call plus every call
+of the turn whose reply (24+ characters after whitespace folding: "yes" or a grade never counts)
+appears whole in the input of a call already among them, recursively (:meth:`Turn.reading`); the
+contexts are the passages that reached the input of any of them; and a passage that holds the reply
+of one of those inner calls is set aside as ``"model-written"`` (a summary in ``unused_contexts``,
+never a context) when that inner call read at least one passage, which then stands for it. An inner
+call that read no passage (a tool that fetched its data by code, not by a retriever or tool the turn
+saw, and wrote its result with a model) leaves its output a context: it is the nearest thing to the
+source the turn saw. A tool called inside another tool is represented the same way by what was
+retrieved or returned inside it (:attr:`Passage.within`). Handoff and routing messages are never
+contexts: each integration leaves out its framework's own markers.
+
 The integrations feed a :class:`Turn` from their framework's events and call :meth:`Turn.contexts`
-at the end; :func:`appears_in` is the single rule for "reached the model's input".
+(or :meth:`Turn.reading` and :func:`select_contexts` on passages of their own) once, at the turn's
+end; :func:`appears_in` is the single rule for "reached the model's input". Where roots went is
+counted in the one shape :class:`groundtrace.turn_stats.CaptureStats`.
 """
 
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from groundtrace.redaction import get_logger
-
-log = get_logger("groundtrace.capture")
+# where roots went is counted in groundtrace.turn_stats; the reasons' counter was first defined here
+from groundtrace.turn_stats import NoRecordReasons as NoRecordReasons
 
 DOCUMENT, TOOL = "document", "tool"
+# Why a passage that reached the answer is not a context: a model of the turn wrote it (see above)
+MODEL_WRITTEN = "model-written"
 # A long agent loop keeps only its last model calls: the answer's call is among the last ones.
 MAX_MODEL_CALLS = 64
-# Pieces shorter than this are too common ("Yes.", "1.") to prove a passage reached a prompt.
-_MIN_PIECE = 24
+# Pieces shorter than this are too common ("Yes.", "1.") to prove a passage reached a prompt, or
+# that a reply ("yes", a grade) was handed on to another call.
+_MIN_PIECE = MIN_REPLY = 24
 # A passage whose own text is not in the prompt verbatim (a template cut or re-wrapped it) still
 # counts when most of its sentences are there.
 _MIN_PIECE_SHARE = 0.6
 _PIECES = re.compile(r"(?<=[.!?。！？;；])\s+|\n+")
+
+Render = Callable[[Any], str | None]  # a framework object as text, or None
 
 
 @dataclass(eq=False, slots=True)
@@ -49,8 +69,9 @@ class Passage:
     kind: str = DOCUMENT  # DOCUMENT (a retriever's document, a node) or TOOL (a tool's output)
     name: str | None = None  # the tool's name (TOOL), or the retriever's / source's
     id: str | None = None  # the document's / node's id, or the tool call's id
-    # the tool call this document was retrieved inside, if any: the documents then stand for the
-    # tool's output in the contexts (they carry ids and metadata; the tool's text is their join)
+    # the tool call this passage was retrieved or returned inside, if any: what reached the model
+    # from inside a tool call stands for that call's output, and for the calls it ran inside, in the
+    # contexts (documents carry ids and metadata; the tool's text is their join)
     within: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
 
@@ -105,6 +126,15 @@ def appears_in(text: str, model_input: str) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadCall:
+    """A model call whose reply the answer's call read (itself, or through another such call): its
+    input and its reply, each as text with whitespace folded."""
+
+    input: str
+    reply: str
+
+
+@dataclass(frozen=True, slots=True)
 class Selection:
     """A turn's passages split into what reached the answer's model call and what did not."""
 
@@ -113,48 +143,137 @@ class Selection:
     # True when no model call was seen (the answer was assembled by code): every passage is kept,
     # as nothing says which ones the answer was written from
     unchecked: bool = False
+    # reached the answer, but a model of the turn wrote it from passages that stand for it
+    written: list[Passage] = field(default_factory=list)
+
+    def set_aside(self, more: Iterable[Passage] = ()) -> list[dict[str, Any]]:
+        """Summaries (no text) of what is not a context, each once: what did not reach the answer,
+        ``more`` of the integration's own, then what a model wrote (``"reason": "model-written"``)."""
+        summaries: list[dict[str, Any]] = []
+        for passage in (*self.unused, *more):
+            if (summary := passage.summary()) not in summaries:
+                summaries.append(summary)
+        for passage in self.written:
+            if (summary := {**passage.summary(), "reason": MODEL_WRITTEN}) not in summaries:
+                summaries.append(summary)
+        return summaries
 
 
 def select_contexts(passages: Sequence[Passage], model_input: str | None,
-                    tools: ToolFilter = ToolFilter()) -> Selection:
-    """The contexts of a turn: the passages whose text reached ``model_input``, in the order they
-    were seen, each text once; a tool output retrieved as documents is kept as those documents
-    (which a ToolFilter then treats as that tool's output)."""
-    haystack = None if model_input is None else normalize(model_input)
+                    tools: ToolFilter = ToolFilter(), read: Sequence[ReadCall] = ()) -> Selection:
+    """The contexts of a turn: the passages whose text reached ``model_input`` (or the input of a
+    call in ``read``: the calls whose replies the answer's call read), in the order they were seen,
+    each text once. A passage that holds the reply of a call in ``read`` that read another passage
+    is model-written: set aside. A tool call whose output is represented by passages retrieved or
+    returned inside it that reached the model is kept as those passages (which a ToolFilter then
+    treats as that tool's output)."""
+    haystack = None if model_input is None else "\n".join([normalize(model_input), *(call.input for call in read)])
     # a document retrieved inside a tool call is that tool's output: it follows the tool's filter
-    tool_of = {p.id: p.name for p in passages if p.kind == TOOL and p.id is not None}
+    tool_of = {p.id: p for p in passages if p.kind == TOOL and p.id is not None}
     reached: list[Passage] = []
     unused: list[Passage] = []
     for passage in passages:
         if passage.kind == TOOL:
             allowed = tools.allows(passage.name)
         else:
-            allowed = passage.within not in tool_of or tools.allows(tool_of[passage.within])
+            allowed = passage.within not in tool_of or tools.allows(tool_of[passage.within].name)
         if allowed and (haystack is None or appears_in(passage.text, haystack)):
             reached.append(passage)
         else:
             unused.append(passage)
-    # a tool whose output is documents that reached the model is represented by those documents
-    explained = {p.within for p in reached if p.kind == DOCUMENT and p.within is not None}
+    written = _model_written(reached, read) if read else []
+    written_ids = {id(p) for p in written}
+    explained = _explained(reached, tool_of)
     contexts: list[Passage] = []
     seen: set[str] = set()
     for passage in reached:
-        if passage.kind == TOOL and passage.id is not None and passage.id in explained:
+        if id(passage) in written_ids or (passage.kind == TOOL and passage.id in explained):
             continue
         key = normalize(passage.text)
         if key and key not in seen:
             seen.add(key)
             contexts.append(passage)
-    return Selection(contexts, unused, unchecked=haystack is None)
+    return Selection(contexts, unused, unchecked=haystack is None, written=written)
+
+
+def _model_written(reached: list[Passage], read: Sequence[ReadCall]) -> list[Passage]:
+    """The tool outputs that hold the reply of a call in ``read`` which read some other passage
+    itself (and not this one: a call that quotes a tool's output did not write it); what that call
+    read stands for the reply. A document is retrieved, never written by the turn's models, even
+    when an answer quotes it word for word."""
+    flat = [normalize(p.text) for p in reached]
+    readers = [{i for i, passage in enumerate(reached) if appears_in(passage.text, call.input)} for call in read]
+    return [passage for i, passage in enumerate(reached)
+            if passage.kind == TOOL and any(call.reply in flat[i] and i not in readers[n] and readers[n]
+                                            for n, call in enumerate(read))]
+
+
+def _explained(reached: list[Passage], tool_of: dict[str, Passage]) -> set[str]:
+    """The tool calls represented by what reached the model from inside them, and the calls those
+    ran inside, up to the outermost."""
+    explained: set[str] = set()
+    for passage in reached:
+        outer = passage.within
+        while outer is not None and outer not in explained:
+            explained.add(outer)
+            tool = tool_of.get(outer)
+            outer = tool.within if tool is not None else None
+    return explained
 
 
 @dataclass(eq=False, slots=True)
 class ModelCall:
     """One model call of a turn: its input and output as the framework gave them (rendered to text
-    only at the turn's end, and only for the call that wrote the answer)."""
+    only at the turn's end, and only for the calls the answer read)."""
 
     input: Any
     output: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What the answer's model call read: ``calls``, that call first, then every call of the turn
+    whose reply it read (recursively); ``model_input``, the answer call's input as text; ``read``,
+    the other calls' inputs and replies as text (for :func:`select_contexts`)."""
+
+    calls: list[ModelCall]
+    model_input: str | None
+    read: list[ReadCall]
+
+
+def reading(calls: Sequence[ModelCall], answer_call: ModelCall, input_text: Render, output_text: Render,
+            replies_in: Callable[[Any], Iterable[str]] | None = None) -> Reading:
+    """The calls ``answer_call`` read: itself, then each call whose reply (24+ characters, whitespace
+    folded) appears whole in one of the texts ``replies_in`` lists of the input of a call already
+    read, recursively. ``replies_in`` says where in an input a reply may have been handed over (the
+    AI and tool messages, say); by default the whole input text."""
+    replies: dict[int, tuple[ModelCall, str]] = {}
+    for index, call in enumerate(calls):
+        if call is answer_call or call.output is None:
+            continue
+        reply = output_text(call.output)
+        flat = normalize(reply) if reply else ""
+        if len(flat) >= MIN_REPLY:
+            replies[index] = (call, flat)
+    model_input = input_text(answer_call.input)
+    found, read, queue = [answer_call], [], [answer_call]
+    inputs = {id(answer_call): normalize(model_input or "")}  # each input rendered once
+
+    def text_of(call: ModelCall) -> str:
+        if id(call) not in inputs:
+            inputs[id(call)] = normalize(input_text(call.input) or "")
+        return inputs[id(call)]
+
+    while queue and replies:
+        reader = queue.pop(0)
+        texts = [normalize(t) for t in replies_in(reader.input)] if replies_in is not None else [text_of(reader)]
+        for index, (call, reply) in list(replies.items()):
+            if any(reply in text for text in texts):
+                del replies[index]
+                found.append(call)
+                queue.append(call)
+                read.append(ReadCall(text_of(call), reply))
+    return Reading(found, model_input, read)
 
 
 @dataclass(eq=False)
@@ -182,7 +301,7 @@ class Turn:
             del self.calls[0]
         return call
 
-    def answer_call(self, answer: str | None, output_text: Callable[[Any], str | None]) -> ModelCall | None:
+    def answer_call(self, answer: str | None, output_text: Render) -> ModelCall | None:
         """The model call that wrote ``answer``: the last call whose output is the answer (or holds
         it, or is held by it: a parser or a stream may trim), else the last call with an output."""
         finished = [call for call in self.calls if call.output is not None]
@@ -197,37 +316,19 @@ class Turn:
                     return call
         return finished[-1]
 
-    def contexts(self, answer: str | None, input_text: Callable[[Any], str | None],
-                 output_text: Callable[[Any], str | None], tools: ToolFilter = ToolFilter()) -> Selection:
-        """The passages that reached the model call that wrote ``answer``. ``input_text`` and
-        ``output_text`` render the framework's own call input and output as text."""
+    def reading(self, answer_call: ModelCall, input_text: Render, output_text: Render,
+                replies_in: Callable[[Any], Iterable[str]] | None = None) -> Reading:
+        """What ``answer_call`` read, among this turn's model calls (see :func:`reading`)."""
+        return reading(self.calls, answer_call, input_text, output_text, replies_in)
+
+    def contexts(self, answer: str | None, input_text: Render, output_text: Render,
+                 tools: ToolFilter = ToolFilter(),
+                 replies_in: Callable[[Any], Iterable[str]] | None = None) -> Selection:
+        """The passages that reached the model call that wrote ``answer``, or a call whose reply it
+        read. ``input_text`` and ``output_text`` render the framework's own call input and output
+        as text; ``replies_in`` lists where an input may hold another call's reply."""
         call = self.answer_call(answer, output_text)
-        model_input = input_text(call.input) if call is not None else None
-        return select_contexts(self.passages, model_input, tools)
-
-
-# ------------------------------------------------------------------------------ turns not recorded
-class NoRecordReasons:
-    """Why turns made no Record, counted per reason, and said once per reason at INFO level, so a
-    user who wired the callback into an app it cannot read finds out without a log line per request."""
-
-    def __init__(self, framework: str) -> None:
-        self.framework = framework
-        self._lock = threading.Lock()
-        self._counts: dict[str, int] = {}
-
-    def count(self, reason: str, hint: str = "") -> None:
-        with self._lock:
-            first = reason not in self._counts
-            self._counts[reason] = self._counts.get(reason, 0) + 1
-        if first:
-            log.info("groundtrace: a %s turn made no record: %s%s (said once; counted in stats())",
-                     self.framework, reason, f"; {hint}" if hint else "")
-
-    def counts(self) -> dict[str, int]:
-        with self._lock:
-            return dict(self._counts)
-
-    def reset(self) -> None:
-        with self._lock:
-            self._counts.clear()
+        if call is None:
+            return select_contexts(self.passages, None, tools)
+        read = self.reading(call, input_text, output_text, replies_in)
+        return select_contexts(self.passages, read.model_input, tools, read.read)

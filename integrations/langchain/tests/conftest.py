@@ -57,7 +57,11 @@ def nothing_leaks() -> Iterator[None]:
     yield
     uninstrument()
     assert COLLECTOR.tracked_runs() == 0
-    assert COLLECTOR.stats().in_flight == 0
+    stats = COLLECTOR.stats()
+    assert stats.in_flight == 0
+    # every root is accounted for once: recorded + sum(no_record) + failed + evicted + not_turns + in_flight
+    assert stats.roots == stats.recorded + sum(stats.no_record.values()) + stats.failed + stats.evicted \
+        + stats.not_turns + stats.in_flight
 
 
 @pytest.fixture

@@ -63,7 +63,8 @@ def test_roots_beyond_the_bound_evict_the_oldest_with_its_runs():
 
     assert collector.add_root(SCOPE, roots[2]) == [roots[0]]
     stats = collector.stats()
-    assert (stats.roots, stats.evicted, stats.in_flight) == (3, 1, 2)
+    assert (stats.roots, stats.evicted, stats.in_flight, stats.no_record) == (3, 1, 2, {})
+    assert stats.accounted() == stats.roots
     assert collector.tracked_runs() == 2
     assert collector.pop_root(SCOPE, ids[0]) is None
 

@@ -10,14 +10,17 @@ import warnings
 from typing import Any, TypedDict
 
 import pytest
+from groundtrace.metrics import get_metric
 from langchain.agents import create_agent
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.runnables import RunnablePassthrough
 from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph
 
-from lc_agents import DOC, ScriptedChatModel, call, museum_retriever, origin, retriever_tool, user
+from lc_agents import DOC, ScriptedChatModel, call, call_id, museum_retriever, origin, retriever_tool, user
 from lc_app import format_documents
 
 ANSWER = "An adult ticket costs 20 euros online."
@@ -138,8 +141,8 @@ def test_a_sub_agent_called_as_a_tool_brings_what_it_read(handler, monitor, sink
         """Ask the research agent a question about the museum."""
         return str(research.invoke(user(request))["messages"][-1].content)
 
-    supervisor = create_agent(ScriptedChatModel(replies=[call("ask_research", request="adult ticket price"),
-                                                         AIMessage(ANSWER)]), tools=[ask_research])
+    ask = call("ask_research", request="adult ticket price")
+    supervisor = create_agent(ScriptedChatModel(replies=[ask, AIMessage(ANSWER)]), tools=[ask_research])
     supervisor.invoke(user("How much is an adult ticket if I buy it online?"), config={"callbacks": [handler]})
 
     record = only_record(monitor, sink)
@@ -147,6 +150,39 @@ def test_a_sub_agent_called_as_a_tool_brings_what_it_read(handler, monitor, sink
     # the supervisor read the research agent's reply, which was written from the retrieved page
     assert record.contexts == [DOC["tickets"].page_content]
     assert record.queries == ["adult ticket price", "adult ticket price online"]
+    # the reply itself is set aside as written by a model of the turn (the kit's rule), not lost
+    assert record.metadata["unused_contexts"] == [{"kind": "tool", "name": "ask_research", "id": call_id(ask),
+                                                   "reason": "model-written"}]
+
+
+def test_a_tool_that_runs_a_rag_chain_stands_for_what_its_model_read_and_a_repeated_error_is_caught(handler, monitor,
+                                                                                                   sink):
+    """The twin of LlamaIndex's QueryEngineTool: a tool runs a retrieval chain and returns its
+    model's answer, which makes up a price (45 euros: in no document); the agent repeats it."""
+    made_up = "According to the museum's pages, an adult ticket costs 45 euros online."
+    chain = ({"context": museum_retriever(k=1) | format_documents, "question": RunnablePassthrough()} | GENERATE
+             | ScriptedChatModel(replies=[AIMessage(made_up)]) | StrOutputParser())
+
+    @tool
+    def ask_docs(question: str) -> str:
+        """Answer a question from the museum's pages."""
+        return chain.invoke(question)
+
+    repeated = "An adult ticket costs 45 euros online."
+    ask = call("ask_docs", question="adult ticket price online")
+    create_agent(ScriptedChatModel(replies=[ask, AIMessage(repeated)]), tools=[ask_docs]).invoke(
+        user("How much is an adult ticket if I buy it online?"), config={"callbacks": [handler]})
+
+    record = only_record(monitor, sink)
+    assert (record.answer, record.queries) == (repeated, ["adult ticket price online"])
+    assert record.contexts == [DOC["tickets"].page_content]  # what the chain's model read, not its answer
+    assert record.metadata["unused_contexts"] == [{"kind": "tool", "name": "ask_docs", "id": call_id(ask),
+                                                   "reason": "model-written"}]
+    flagged = get_metric("facts").score(record).flagged_text().split("; ")
+    assert '"45 euros"' in flagged
+    # measured against the chain's answer, as the tool's output, the error would pass
+    assert '"45 euros"' not in get_metric("facts").score(record.model_copy(update={"contexts": [made_up]})) \
+        .flagged_text().split("; ")
 
 
 def test_a_tool_that_writes_its_result_with_a_model_from_data_it_fetched_itself_stays_a_context(handler, monitor,
@@ -165,8 +201,9 @@ def test_a_tool_that_writes_its_result_with_a_model_from_data_it_fetched_itself_
     agent.invoke(user("How much is an adult ticket if I buy it online?"), config={"callbacks": [handler]})
 
     record = only_record(monitor, sink)
-    # nothing retrieved inside the tool reached the answer: the tool's output is the context
+    # the model inside the tool read no passage the turn saw: the tool's output is the context
     assert record.contexts == [summary]
+    assert "unused_contexts" not in record.metadata
     assert record.queries == ["tickets"]
 
 

@@ -53,5 +53,9 @@ def instrumented(index, monitor: Monitor) -> Iterator[Monitor]:
     """The index is built first: building it is no request and must not be what a test observes."""
     groundtrace_llamaindex.instrument(monitor=monitor)
     yield monitor
+    # every root is accounted for once: recorded + sum(no_record) + failed + evicted + not_turns + in_flight
+    stats = groundtrace_llamaindex.stats()
     groundtrace_llamaindex.uninstrument()
+    assert stats.roots == stats.recorded + sum(stats.no_record.values()) + stats.failed + stats.evicted \
+        + stats.not_turns + stats.in_flight, stats
 

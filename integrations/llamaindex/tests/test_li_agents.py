@@ -10,10 +10,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from agent_support import HALLUCINATED, USER_MSG, Call, ScriptedAgentLLM, clock_tool, search_tool, searching_agent
+from groundtrace.metrics import get_metric
 from groundtrace.monitor import Monitor
 from li_support import CONTEXTS, TOP_K, ScriptedLLM, assert_nothing_left
 from llama_index.core.agent.workflow import AgentStream, AgentWorkflow, FunctionAgent, ReActAgent
-from llama_index.core.tools import QueryEngineTool
+from llama_index.core.tools import FunctionTool, QueryEngineTool
 from llama_index.core.memory import ChatMemoryBuffer
 
 import groundtrace_llamaindex
@@ -45,32 +46,103 @@ def run(agent, user_msg: str = USER_MSG, **kwargs):
     return asyncio.run(go())
 
 
-def test_function_agent_with_a_query_engine_tool_scores_the_agents_final_answer(index, sink):
-    """The bug of issue 21: the record had the tool's input as question and the engine's answer as answer."""
-    engine = index.as_query_engine(llm=ScriptedLLM(answer=ENGINE_ANSWER), similarity_top_k=TOP_K)
-    tool = QueryEngineTool.from_defaults(engine, name="dorm_docs", description="The university's documents.")
-    agent = FunctionAgent(tools=[tool], llm=ScriptedAgentLLM([Call("dorm_docs", {"input": "dormitory fee"}),
-                                                              HALLUCINATED]), streaming=False)
+def engine_tool(index, engine_answer: str = ENGINE_ANSWER) -> QueryEngineTool:
+    engine = index.as_query_engine(llm=ScriptedLLM(answer=engine_answer), similarity_top_k=TOP_K)
+    return QueryEngineTool.from_defaults(engine, name="dorm_docs", description="The university's documents.")
+
+
+def engine_agent(kind: str, tool: QueryEngineTool, reply: str):
+    """An agent of ``kind`` whose model asks the query engine tool once, then replies."""
+    if kind == "react":
+        return ReActAgent(tools=[tool], streaming=False, llm=ScriptedAgentLLM([
+            'Thought: I need the documents.\nAction: dorm_docs\nAction Input: {"input": "dormitory fee"}',
+            f"Thought: I can answer without using any more tools.\nAnswer: {reply}"]))
+    return FunctionAgent(tools=[tool], streaming=False,
+                         llm=ScriptedAgentLLM([Call("dorm_docs", {"input": "dormitory fee"}), reply]))
+
+
+def run_scored(agent, sink):
+    """Run the agent with the facts metric; its one (record, score)."""
     with Monitor(metrics=["facts"], sinks=[sink], flush_at_exit=False) as monitor:
         groundtrace_llamaindex.instrument(monitor=monitor)
         try:
-            assert str(run(agent)) == HALLUCINATED
+            run(agent)
             assert monitor.flush(30)
             assert_nothing_left()
         finally:
             groundtrace_llamaindex.uninstrument()
-
     [(record, [score])] = sink.rows
-    assert record.id.startswith("FunctionAgent.run-")
+    return record, score
+
+
+NODES_IN_ENGINE_TOOL = [{**node, "tool": "dorm_docs"} for node in NODES_IN_TOOL]
+
+
+def engine_answer_set_aside(record) -> None:
+    """The engine's answer (the tool's output) is kept beside the record as written by a model."""
+    [aside] = record.metadata["unused_contexts"]
+    assert (aside["kind"], aside["name"], aside["reason"]) == ("tool", "dorm_docs", "model-written")
+    assert aside["id"].startswith("QueryEngineTool.")
+
+
+@pytest.mark.parametrize("kind", ["function", "react"])
+def test_an_agent_with_a_query_engine_tool_is_scored_against_the_nodes_the_engine_read(index, sink, kind):
+    """The bug of issue 21: the record had the tool's input as question and the engine's answer as
+    answer. And the engine's answer stands for the nodes its synthesis read (groundtrace.turn)."""
+    agent = engine_agent(kind, engine_tool(index), HALLUCINATED)
+
+    record, score = run_scored(agent, sink)
+
+    assert record.id.startswith(("FunctionAgent.run-", "ReActAgent.run-"))
     assert (record.question, record.answer, record.queries) == (USER_MSG, HALLUCINATED, ["dormitory fee"])
-    # the agent's model read the tool's output (the engine's answer), not the engine's nodes
-    assert record.contexts == [ENGINE_ANSWER]
-    [origin] = record.metadata["nodes"]
-    assert origin["tool"] == "dorm_docs" and origin["id"].startswith("QueryEngineTool.acall-")
-    assert record.metadata["unused_contexts"] == [{"kind": "document", "id": "dorm-en#0"},
-                                                  {"kind": "document", "id": "dorm-ru#0"}]
-    # and the planted error is what gets flagged
-    assert score.hallucinated and score.flagged_text() == '"2,500 rubles"'
+    assert (record.contexts, record.metadata["nodes"]) == (CONTEXTS, NODES_IN_ENGINE_TOOL)
+    engine_answer_set_aside(record)
+    # and the planted error is flagged (so is "SPbU", a name the nodes spell out in full)
+    assert score.hallucinated and score.flagged_text() == '"SPbU"; "2,500 rubles"'
+
+
+@pytest.mark.parametrize("kind", ["function", "react"])
+def test_an_engine_hallucination_repeated_by_the_agent_is_caught(index, sink, kind):
+    """The engine makes up a fee (2,500 rubles: in no node) and the agent repeats it faithfully.
+    Measured against the engine's answer it would pass; measured against the nodes it is flagged."""
+    made_up = "According to SPbU, the dormitory fee is 2,500 rubles per month."
+    agent = engine_agent(kind, engine_tool(index, made_up), HALLUCINATED)
+
+    record, score = run_scored(agent, sink)
+
+    assert "2,500" not in " ".join(CONTEXTS)
+    assert (record.contexts, record.answer) == (CONTEXTS, HALLUCINATED)
+    engine_answer_set_aside(record)
+    assert score.hallucinated and '"2,500 rubles"' in score.flagged_text().split("; ")
+    # what the record said before the rule: the engine's answer as the context hides the error
+    hidden = get_metric("facts").score(record.model_copy(update={"contexts": [made_up]}))
+    assert '"2,500 rubles"' not in hidden.flagged_text().split("; ")
+
+
+def test_a_sub_agent_called_as_a_tool_brings_the_nodes_it_read(index, instrumented, sink):
+    """The same rule as the LangChain integration's supervisor: the research agent's reply (the
+    tool's output) stands for the nodes its own search returned to it."""
+    research = "Research says the dormitory fee is 1,879 rubles per month at SPbU."
+
+    async def ask_researcher(question: str) -> str:
+        """Ask the research agent about the university."""
+        researcher = FunctionAgent(tools=[search_tool(index)], streaming=False,
+                                   llm=ScriptedAgentLLM([Call("search_docs", {"query": "dormitory fee"}), research]))
+        return str(await researcher.run(user_msg=question))
+
+    boss = FunctionAgent(tools=[FunctionTool.from_defaults(async_fn=ask_researcher)], streaming=False,
+                         llm=ScriptedAgentLLM([Call("ask_researcher", {"question": "dorm fee"}), HALLUCINATED]))
+
+    assert str(run(boss)) == HALLUCINATED
+
+    assert instrumented.flush(10)
+    [record] = sink.records
+    assert (record.question, record.answer, record.queries) == (USER_MSG, HALLUCINATED, ["dorm fee", "dormitory fee"])
+    assert record.contexts == CONTEXTS
+    assert record.metadata["nodes"] == [{**node, "tool": "ask_researcher"} for node in NODES_IN_TOOL]
+    [aside] = record.metadata["unused_contexts"]
+    assert (aside["name"], aside["reason"]) == ("ask_researcher", "model-written")
+    assert_nothing_left()
 
 
 def test_function_agent_with_a_function_tool_that_retrieves_keeps_the_documents(index, instrumented, sink):

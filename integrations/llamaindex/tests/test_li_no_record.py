@@ -56,12 +56,14 @@ def test_each_reason_is_said_once_and_counted_every_time(index, instrumented, si
         "(said once; counted in stats())",
         "groundtrace: a LlamaIndex turn made no record: no question; its input names no user message "
         "(README, 'What is captured') (said once; counted in stats())",
-        "groundtrace: a LlamaIndex turn made no record: it raised (said once; counted in stats())",
+        "groundtrace: a LlamaIndex turn made no record: the root raised; its answer is not scored "
+        "(said once; counted in stats())",
     ]
     stats = groundtrace_llamaindex.stats()
-    assert stats.no_record == {"no retrieval and no tool output": 2, "no question": 1, "it raised": 1}
-    assert (stats.recorded, stats.in_flight) == (0, 0) and stats.not_turns > 0
-    assert stats.roots == stats.recorded + sum(stats.no_record.values()) + stats.not_turns + stats.in_flight
+    assert stats.no_record == {"no retrieval and no tool output": 2, "no question": 1}
+    assert (stats.recorded, stats.failed, stats.evicted, stats.in_flight) == (0, 1, 0, 0) and stats.not_turns > 0
+    assert stats.roots == stats.recorded + sum(stats.no_record.values()) + stats.failed + stats.evicted \
+        + stats.not_turns + stats.in_flight
     assert_nothing_left()
 
 

@@ -19,6 +19,8 @@ from li_support import (
 )
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
 
+import groundtrace_llamaindex
+
 
 def streaming_engine(index, llm=None):
     return index.as_query_engine(llm=llm or ScriptedLLM(), similarity_top_k=TOP_K, streaming=True)
@@ -30,8 +32,11 @@ def test_nothing_is_submitted_until_the_stream_is_read_then_exactly_one_record(i
     assert isinstance(response, StreamingResponse)
     assert instrumented.flush(10)
     assert instrumented.stats.submitted == 0
+    # the root span has ended, but its turn is in flight until the stream is read
+    assert (groundtrace_llamaindex.stats().in_flight, groundtrace_llamaindex.stats().recorded) == (1, 0)
     assert list(response.response_gen) == stream_tokens()  # the caller gets every token, unchanged
     assert instrumented.flush(10)
+    assert (groundtrace_llamaindex.stats().in_flight, groundtrace_llamaindex.stats().recorded) == (0, 1)
     [record] = sink.records
     assert record.id.startswith("RetrieverQueryEngine.query-")
     assert (record.question, record.contexts, record.answer) == (QUESTION, CONTEXTS, ANSWER)
@@ -59,6 +64,8 @@ def test_a_stream_read_in_part_is_not_scored(index, instrumented, sink):
 
     assert instrumented.flush(10)
     assert instrumented.stats.submitted == 0
+    stats = groundtrace_llamaindex.stats()
+    assert (stats.in_flight, stats.no_record) == (0, {"its stream raised or was not read to the end": 1})
     assert_nothing_left()
 
 

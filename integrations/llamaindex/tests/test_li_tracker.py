@@ -105,8 +105,8 @@ def test_roots_that_never_end_are_bounded(monitor, sink):
     assert monitor.flush(10)
     assert [record.id for record in sink.records] == [roots[4]]
     stats = tracker.stats()  # the two evicted are counted, not lost
-    assert (stats.roots, stats.recorded, stats.no_record, stats.in_flight) == (
-        5, 1, {"too many requests open at once": 2}, 2)
+    assert (stats.roots, stats.recorded, stats.evicted, stats.no_record, stats.in_flight) == (5, 1, 2, {}, 2)
+    assert stats.accounted() == stats.roots
 
 
 def test_after_close_nothing_is_tracked(monitor, sink):

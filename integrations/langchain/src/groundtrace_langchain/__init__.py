@@ -6,7 +6,7 @@
 or, for the whole process: ``groundtrace_langchain.instrument()``.
 """
 
-from groundtrace_langchain.collector import CaptureStats
+from groundtrace.turn_stats import CaptureStats
 from groundtrace_langchain.handler import GroundtraceCallbackHandler
 from groundtrace_langchain.instrumentation import instrument, instrumented_handler, uninstrument
 

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from groundtrace.turn import ModelCall, NoRecordReasons, Turn
+from groundtrace.turn import ModelCall, Turn
+from groundtrace.turn_stats import CaptureCounter, CaptureStats
 from langchain_core.documents import Document
 
 Key = tuple[int, int]
@@ -29,7 +30,7 @@ DEFAULT_MAX_ROOTS = 10_000
 # A long agent loop keeps its last retrievals and tool calls; the answer's model call reads the
 # recent ones, and older tool outputs still in its input come back from its messages.
 MAX_SOURCES = 256
-EVICTED = "the root never ended (evicted past max_roots, e.g. a stream dropped without closing it)"
+EVICTED_HINT = "evicted past max_roots, e.g. a stream dropped without closing it: raise max_roots or close your streams"
 _UNSET: Any = object()
 
 
@@ -85,33 +86,13 @@ class RootRun:
     members: list[int] = field(default_factory=list)  # run_id.int of every tracked descendant
 
 
-@dataclass
-class CaptureStats:
-    """Where every root run went. ``in_flight`` roots have started and not ended yet."""
-
-    roots: int = 0
-    recorded: int = 0  # a Record was submitted to the Monitor (which samples: see its stats)
-    excluded: int = 0  # submitted marked excluded (metadata groundtrace_exclude)
-    skipped: int = 0  # ended with nothing to score: see no_record for why
-    failed: int = 0  # the root raised: nothing is scored
-    evicted: int = 0  # forgotten past max_roots
-    callback_errors: int = 0  # a callback of ours failed (logged; LangChain never sees it)
-    in_flight: int = 0
-    # every root that made no Record, by reason (the reasons of skipped, failed and evicted)
-    no_record: dict[str, int] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 class Collector:
     def __init__(self, max_roots: int = DEFAULT_MAX_ROOTS) -> None:
         self.max_roots = max_roots
         self._lock = threading.Lock()
         self._roots: dict[Key, RootRun] = {}  # insertion order = start order, for eviction
         self._owners: dict[Key, RootRun] = {}  # every tracked run, root or descendant -> its root
-        self._stats = CaptureStats()
-        self.reasons = NoRecordReasons("LangChain")
+        self.counts = CaptureCounter("LangChain")  # where every root went: see stats()
 
     def add_root(self, scope: int, root: RootRun) -> list[RootRun]:
         """Track a new root; returns the roots evicted to make room (their spans need ending)."""
@@ -120,13 +101,12 @@ class Collector:
         with self._lock:
             self._roots[key] = root
             self._owners[key] = root
-            self._stats.roots += 1
+            self.counts.root()
             while len(self._roots) > self.max_roots:
                 oldest_key = next(iter(self._roots))
                 evicted.append(self._forget(oldest_key))
-                self._stats.evicted += 1
-        for _ in evicted:
-            self.reasons.count(EVICTED, "raise max_roots or close your streams")
+        if evicted:
+            self.counts.evicted(len(evicted), EVICTED_HINT)
         return evicted
 
     def _adopted(self, scope: int, run: int, parent: int) -> tuple[RootRun | None, tuple[int | None, bool]]:
@@ -202,21 +182,11 @@ class Collector:
             self._owners.pop((scope, member), None)
         return root
 
-    def count(self, bucket: str) -> None:
-        with self._lock:
-            setattr(self._stats, bucket, getattr(self._stats, bucket) + 1)
-
-    def no_record(self, bucket: str, reason: str, hint: str = "") -> None:
-        """A root made no Record: count it in ``bucket`` and under its reason (said once at INFO)."""
-        self.count(bucket)
-        self.reasons.count(reason, hint)
-
     def stats(self) -> CaptureStats:
+        """Where every root went (groundtrace.turn_stats.CaptureStats)."""
         with self._lock:
-            stats = CaptureStats(**asdict(self._stats))
-            stats.in_flight = len(self._roots)
-        stats.no_record = self.reasons.counts()
-        return stats
+            in_flight = len(self._roots)
+        return self.counts.snapshot(in_flight)
 
     def tracked_runs(self) -> int:
         """Runs of every kind still tracked (0 when nothing is in flight: nothing leaked)."""

@@ -22,15 +22,14 @@ from groundtrace.privacy import Mask
 from groundtrace.redaction import get_logger
 from groundtrace.trace_context import current_links, otel_ids
 from groundtrace.turn import ToolFilter
+from groundtrace.turn_stats import CaptureStats
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 
-from groundtrace_langchain.collector import COLLECTOR, CaptureStats, RootRun
+from groundtrace_langchain.collector import COLLECTOR, RootRun
 from groundtrace_langchain.records import NothingToScore, build_record
-
-RAISED = "the root raised"
 
 log = get_logger("groundtrace.langchain")
 TRACER_NAME = "groundtrace.langchain"
@@ -40,7 +39,7 @@ _reported: set[tuple[str, str]] = set()
 
 def _report_failure(event: str) -> None:
     """LangChain must never see our failure: count it, log it loudly once per kind, then quietly."""
-    COLLECTOR.count("callback_errors")
+    COLLECTOR.counts.callback_error()
     error = sys.exc_info()[1]
     kind = (event, type(error).__name__)
     if kind in _reported:
@@ -142,7 +141,6 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
         try:
             root = COLLECTOR.pop_root(self._scope, run_id)
             if root is not None:
-                end_request_span(root.request_span)
                 self._submit(root, outputs, kwargs.get("inputs"))
         except Exception:
             _report_failure("on_chain_end")
@@ -152,8 +150,8 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
         try:
             root = COLLECTOR.pop_root(self._scope, run_id)
             if root is not None:
+                COLLECTOR.counts.failed("its answer is not scored")
                 end_request_span(root.request_span, error)
-                COLLECTOR.no_record("failed", RAISED, "its answer is not scored")
                 log.debug("groundtrace: root run %s (%s) raised %s: nothing is scored", run_id, root.name,
                           type(error).__name__)
         except Exception:
@@ -254,15 +252,20 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
 
     # ------------------------------------------------------------------------------ submitting
     def _submit(self, root: RootRun, outputs: Any, end_inputs: Any) -> None:
+        """Score a root that ended (it is no longer tracked): every way out is counted once."""
         try:
+            end_request_span(root.request_span)
             record = build_record(root, outputs, end_inputs, self.answer_key, self.tools)
+            # the Monitor samples and counts exclusions; an excluded Record carries the run's flag
+            self.monitor.submit(record, sample_rate=self._sample_rate, mask=self._mask)
         except NothingToScore as nothing:
-            COLLECTOR.no_record("skipped", nothing.reason, nothing.hint)
+            COLLECTOR.counts.no_record(nothing.reason, nothing.hint)
             log.debug("groundtrace: root run %s (%s): %s: no record", root.run_id, root.name, nothing.reason)
             return
-        # the Monitor samples and counts exclusions; an excluded Record carries the run's flag
-        self.monitor.submit(record, sample_rate=self._sample_rate, mask=self._mask)
-        COLLECTOR.count("excluded" if root.excluded else "recorded")
+        except Exception:
+            COLLECTOR.counts.unreadable()  # and _report_failure counts the callback error
+            raise
+        COLLECTOR.counts.recorded(root.excluded)
 
 
 def _request_ids(run_id: UUID, run_name: str | None) -> tuple[tuple[str, str] | None, Any]:

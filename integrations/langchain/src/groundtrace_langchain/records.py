@@ -1,6 +1,10 @@
 """Turn what a root run showed into a groundtrace Record, by the capture kit's definition of a turn
 (groundtrace.turn): the user's question, the derived queries, the answer, and the passages that
-reached the model call that wrote it. Everything here runs once, at the root's end."""
+reached the model call that wrote it, or a call whose reply it read (a sub-agent's answer handed to
+a supervisor, a tool that runs a model: the kit's rule). What is LangChain's own here: where a reply
+may be handed over (AI and tool messages, never a handoff's acknowledgement), the tool calls a tool
+ran inside, and tool results from earlier turns of a thread. Everything here runs once, at the
+root's end."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from uuid import UUID
 
 from groundtrace.record import Record
 from groundtrace.trace_context import current_links
-from groundtrace.turn import DOCUMENT, TOOL, ModelCall, Passage, Selection, ToolFilter, Turn, normalize, select_contexts
+from groundtrace.turn import DOCUMENT, TOOL, Passage, Selection, ToolFilter, normalize, select_contexts
 from langchain_core.documents import Document
 from langchain_core.messages import ToolMessage
 
@@ -35,8 +39,6 @@ NO_SOURCE_HINT = ("nothing to score: no retriever or tool ran (if your retrieval
                   "or tool, return the passages under a 'documents'/'contexts'/'context' key)")
 FILTERED = "only tools left out by include_tools/exclude_tools"
 NO_ANSWER = "no answer"
-# A reply shorter than this ("yes", "no", a grade) is too common to say which call wrote it.
-MIN_REPLY = 24
 NO_ANSWER_HINT = "the root's output holds no answer and no model call finished (answer_key= names a dict key)"
 
 
@@ -79,28 +81,13 @@ def _tool_key(root: RootRun, run: int | None) -> str | None:
 
 def _document_passage(retrieval: Retrieval, document: Document, tool_key: str | None, tool_name: str | None) -> Passage:
     return Passage(document.page_content, DOCUMENT, retrieval.name, source_id(document), within=tool_key,
-                   metadata={"document": document, "tool": tool_name, "inside": retrieval.tool})
+                   metadata={"document": document, "tool": tool_name})
 
 
-def _tool_passage(name: str | None, text: str, key: str | None, tool: ToolRun | None = None) -> Passage:
-    return Passage(text, TOOL, name, key, metadata={"tool": name, "run": tool.run if tool is not None else None,
-                                                    "inside": tool.parent if tool is not None else None})
-
-
-def _represented(contexts: list[Passage], root: RootRun) -> list[Passage]:
-    """The contexts less every tool output that is represented by what was read inside its tool:
-    the kit's rule for a retriever tool's documents (select_contexts), carried through nested tool
-    calls, e.g. a sub-agent called as a tool, whose reply stands for the documents it read."""
-    inside: set[int] = set()
-    for passage in contexts:
-        run = passage.metadata.get("inside")
-        while run is not None and run not in inside:
-            inside.add(run)
-            outer = root.tools.get(run)
-            run = outer.parent if outer is not None else None
-    if not inside:
-        return contexts
-    return [p for p in contexts if not (p.kind == TOOL and p.metadata.get("run") in inside)]
+def _tool_passage(name: str | None, text: str, key: str | None, within: str | None = None) -> Passage:
+    """A tool's output; ``within``: the tool call it ran inside (a sub-agent's tool inside an
+    agent called as a tool), which what reached the answer from inside it represents."""
+    return Passage(text, TOOL, name, key, within=within, metadata={"tool": name})
 
 
 def _origin(passage: Passage) -> dict[str, Any]:
@@ -162,7 +149,7 @@ def _candidates(root: RootRun, history: list[Passage], call_order: dict[str, int
                 continue
             text = tool_output_text(source.output)
             if text and text.strip():
-                passage = _tool_passage(source.name, text, _tool_key(root, source.run), source)
+                passage = _tool_passage(source.name, text, _tool_key(root, source.run), _tool_key(root, source.parent))
                 found.passages.append(passage)
                 found.filtered_tools |= not tools.allows(source.name)
             continue
@@ -196,39 +183,12 @@ def _history(messages: list[ToolMessage], root: RootRun) -> list[Passage]:
 
 
 def _unused(selection: Selection, found: _Candidates) -> list[dict[str, Any]]:
-    """Summaries (no text) of what was retrieved or returned and did not reach the answer."""
-    dropped = [*selection.unused, *found.left_out]
+    """Summaries (no text) of what was retrieved or returned and is not a context."""
+    more = list(found.left_out)
     if found.internal:
         reached = {normalize(p.text) for p in selection.contexts}
-        dropped.extend(p for p in found.internal if normalize(p.text) not in reached)
-    if not dropped:
-        return []
-    summaries: list[dict[str, Any]] = []
-    for passage in dropped:
-        summary = passage.summary()
-        if summary not in summaries:
-            summaries.append(summary)
-    return summaries
-
-
-def _calls_read(turn: Turn, answer_call: ModelCall) -> list[ModelCall]:
-    """The answer's model call, then every model call whose reply it read whole, recursively: a
-    sub-agent's answer handed to a supervisor as a message or as a tool's result brings what that
-    sub-agent read. Only AI and tool messages count: a query rewritten into a user message does not
-    bring what its rewriter read."""
-    replies: dict[str, ModelCall] = {}
-    for call in turn.calls:
-        text = generation_text(call.output) if call.output is not None else None
-        if call is not answer_call and text and len(text) >= MIN_REPLY:
-            replies[normalize(text)] = call
-    reading, queue = [answer_call], [answer_call]
-    while queue and replies:
-        for text in replies_read(queue.pop(0).input):
-            feeder = replies.pop(normalize(text), None) if len(text) >= MIN_REPLY else None
-            if feeder is not None:
-                reading.append(feeder)
-                queue.append(feeder)
-    return reading
+        more.extend(p for p in found.internal if normalize(p.text) not in reached)
+    return selection.set_aside(more)
 
 
 def _queries(root: RootRun) -> None:
@@ -253,16 +213,17 @@ def build_record(root: RootRun, outputs: Any, end_inputs: Any, answer_key: str |
         answer = generation_text(call.output) if call is not None else None
         if answer is None:
             raise NothingToScore(NO_ANSWER, NO_ANSWER_HINT)
-    reading = _calls_read(turn, call) if call is not None else []
-    model_input = "\n".join(filter(None, (call_input_text(c.input) for c in reading))) or None
-    read = [message for c in reading for message in tool_messages(c.input)]
+    # the answer's call and every call whose reply it read, handed over as an AI or tool message
+    reading = turn.reading(call, call_input_text, generation_text, replies_read) if call is not None else None
+    model_input = reading.model_input if reading is not None else None
+    read = [message for c in (reading.calls if reading is not None else ()) for message in tool_messages(c.input)]
     order: dict[str, int] = {}
     for message in read:
         order.setdefault(message.tool_call_id, len(order))
     found = _candidates(root, _history(read, root), order, tools)
     metadata = _root_metadata(root)
     if found.retrieved or any(p.kind == DOCUMENT or tools.allows(p.name) for p in found.passages):
-        selection = select_contexts(found.passages, model_input, tools)
+        selection = select_contexts(found.passages, model_input, tools, reading.read if reading is not None else ())
     elif found.filtered_tools:
         raise NothingToScore(FILTERED)
     else:
@@ -277,7 +238,7 @@ def build_record(root: RootRun, outputs: Any, end_inputs: Any, answer_key: str |
     if question is None and turn.queries:  # the input holds no question we know: the first query stands in
         question = turn.queries.pop(0)
         metadata["question_from"] = "query"
-    contexts = _represented(selection.contexts, root)
+    contexts = selection.contexts
     metadata["documents"] = [_origin(p) for p in contexts]
     unused = _unused(selection, found)
     if unused:

@@ -9,11 +9,13 @@
 See README.md for what is captured, streaming and chat behaviour, errors and environment variables.
 """
 
+from groundtrace.turn_stats import CaptureStats
+
 from groundtrace_llamaindex.evaluator import GroundtraceEvaluator
 from groundtrace_llamaindex.exclusion import exclude
 from groundtrace_llamaindex.handlers import GroundtraceEventHandler, GroundtraceSpanHandler
 from groundtrace_llamaindex.instrumentation import instrument, is_instrumented, stats, uninstrument
-from groundtrace_llamaindex.tracker import CaptureStats, RootTracker
+from groundtrace_llamaindex.tracker import RootTracker
 
 __version__ = "0.1.0"
 

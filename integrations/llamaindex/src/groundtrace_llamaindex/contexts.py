@@ -1,11 +1,20 @@
 """The contexts of a finished run: every node and tool output it saw is a candidate
-(groundtrace.turn.Passage); those that reached the model call that wrote the answer are the contexts.
+(groundtrace.turn.Passage); those that reached the model call that wrote the answer, or a model call
+whose reply it read, are the contexts (groundtrace.turn: a passage written by a model of the turn
+stands for what that model read).
 
-LlamaIndex's reading of that rule (groundtrace.turn.select_contexts) adds one thing: the nodes a
-final Response names as its ``source_nodes`` are what its synthesizer was given, and a synthesizer
-may read them over several model calls (refine, tree_summarize) of which the answer's call is only
-the last; so they count as read by the answer's call. And where no model wrote the answer (a
-tool's output returned directly), every candidate is kept, as when no model call was seen.
+So an agent with a QueryEngineTool has the nodes the engine's synthesis read as its contexts, and
+the engine's answer (the tool's output, which the agent read) is set aside in ``unused_contexts``
+as ``"model-written"``: an engine that makes something up and an agent that repeats it are measured
+against the nodes. A tool whose model read no passage the run saw keeps its output as a context.
+A reply may be handed over anywhere in an input here (a ReAct agent reads a tool's output as a
+user message, "Observation: ..."; a refine step reads the answer so far in its prompt).
+
+LlamaIndex's reading of that rule adds two things: the nodes a final Response names as its
+``source_nodes`` are what its synthesizer was given, and a synthesizer may read them over several
+model calls (refine, tree_summarize) of which the answer's call is only the last; so they count as
+read by the answer's call. And where no model wrote the answer (a tool's output returned
+directly), every candidate is kept, as when no model call was seen.
 """
 
 from __future__ import annotations
@@ -36,18 +45,20 @@ def choose_contexts(run: RootRun, answer: str, result: Any, tools: ToolFilter) -
     nothing that could be one (no retrieval, no tool output)."""
     passages, latest, read_by_synthesizer = run_passages(run, source_nodes(result))
     call = None if run.answer_call_unseen else run.turn.answer_call(answer, llm_output_text)
-    model_input = model_input_text(call.input) if call is not None else None
+    reading = run.turn.reading(call, model_input_text, llm_output_text) if call is not None else None
+    model_input, read = (reading.model_input, reading.read) if reading is not None else (None, [])
     if call is not None:
         passages.extend(unseen_tool_messages(call.input, passages, run.control_tools))
     if not passages:
         return None
     if model_input is not None and returned_directly(answer, call, passages):
-        model_input = None  # no model wrote it: nothing says which passages it came from; all are kept
+        # no model wrote it: nothing says which passages it came from; all are kept
+        model_input, read = None, []
     if read_by_synthesizer:
         model_input = "\n\n".join([model_input or "", *read_by_synthesizer])
-    selection = select_contexts(passages, model_input, tools)
+    selection = select_contexts(passages, model_input, tools, read)
     metadata: dict[str, Any] = {"nodes": [origin(p, latest, run.tool_names) for p in selection.contexts]}
-    unused = first_of_each([p.summary() for p in selection.unused])
+    unused = selection.set_aside()
     if unused:
         metadata["unused_contexts"] = unused
     return [p.text for p in selection.contexts], metadata
@@ -105,7 +116,10 @@ def tool_output_text(output: Any) -> str | None:
 
 def unseen_tool_messages(model_input: Any, passages: list[Passage], control_tools: frozenset[str]) -> list[Passage]:
     """Tool outputs the answer's call read that no tool call of this run produced (an earlier
-    turn's, kept in the agent's memory; a tool run outside LlamaIndex's instrumentation)."""
+    turn's, kept in the agent's memory; a tool run outside LlamaIndex's instrumentation). Only the
+    answer's call: a tool a sub-agent called inside a tool ran inside that outer call, whose nodes
+    are passages already (and whose other results reach the answer only through the sub-agent's
+    reply, which then stays a context: no passage stands for it)."""
     known = {normalize(p.text) for p in passages if p.kind == TOOL}
     found = []
     for message in tool_messages(model_input):
@@ -127,11 +141,3 @@ def origin(passage: Passage, latest: dict[str, NodeWithScore], tool_names: dict[
     if passage.within is not None:
         found["tool"] = tool_names.get(passage.within)
     return found
-
-
-def first_of_each(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    seen: list[dict[str, Any]] = []
-    for summary in summaries:
-        if summary not in seen:
-            seen.append(summary)
-    return seen

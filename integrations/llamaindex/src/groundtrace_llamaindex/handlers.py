@@ -1,6 +1,6 @@
 """The two handlers LlamaIndex's instrumentation dispatcher calls; both hand everything to a
-RootTracker and swallow any failure of their own (LlamaIndex's dispatcher does too, but a handler
-should not count on it)."""
+RootTracker and swallow any failure of their own, counted in stats().callback_errors (LlamaIndex's
+dispatcher swallows them too, but a handler should not count on it)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,14 @@ from pydantic import Field
 from groundtrace_llamaindex.tracker import RootTracker
 
 log = get_logger("groundtrace.llamaindex")
+
+
+def _count_failure(tracker: RootTracker | None) -> None:
+    try:
+        if tracker is not None:
+            tracker.callback_failed()
+    except Exception:
+        pass
 
 
 class GroundtraceSpanHandler(BaseSpanHandler[BaseSpan]):
@@ -49,6 +57,7 @@ class GroundtraceSpanHandler(BaseSpanHandler[BaseSpan]):
                 self.tracker.span_started(id_, parent_span_id, bound_args.arguments, tags, instance)
         except Exception:
             log.debug("groundtrace: span start %s failed", id_, exc_info=True)
+            _count_failure(self.tracker)
         return None
 
     def prepare_to_exit_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
@@ -58,6 +67,7 @@ class GroundtraceSpanHandler(BaseSpanHandler[BaseSpan]):
                 self.tracker.span_exited(id_, instance, result)
         except Exception:
             log.debug("groundtrace: span exit %s failed", id_, exc_info=True)
+            _count_failure(self.tracker)
         return None
 
     def prepare_to_drop_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
@@ -67,6 +77,7 @@ class GroundtraceSpanHandler(BaseSpanHandler[BaseSpan]):
                 self.tracker.span_dropped(id_, instance, err)
         except Exception:
             log.debug("groundtrace: span drop %s failed", id_, exc_info=True)
+            _count_failure(self.tracker)
         return None
 
     def close(self) -> None:
@@ -88,3 +99,4 @@ class GroundtraceEventHandler(BaseEventHandler):
             self.tracker.on_event(event)
         except Exception:
             log.debug("groundtrace: event %s failed", type(event).__name__, exc_info=True)
+            _count_failure(self.tracker)

@@ -14,11 +14,12 @@ from groundtrace.capture import Instrumentor
 from groundtrace.monitor import Monitor
 from groundtrace.privacy import Mask
 from groundtrace.turn import ToolFilter
+from groundtrace.turn_stats import CaptureStats
 from llama_index.core.instrumentation import get_dispatcher
 
 from groundtrace_llamaindex.handlers import GroundtraceEventHandler, GroundtraceSpanHandler
 from groundtrace_llamaindex.run import EVERY_TOOL
-from groundtrace_llamaindex.tracker import CaptureStats, RootTracker
+from groundtrace_llamaindex.tracker import RootTracker
 
 
 class LlamaIndexInstrumentor(Instrumentor):

@@ -36,15 +36,13 @@ EVERY_TOOL = ToolFilter()  # no include_tools / exclude_tools: every tool's outp
 NO_QUESTION = "no question"
 NO_ANSWER = "no answer"
 NOTHING_TO_SCORE = "no retrieval and no tool output"
-RAISED = "it raised"
 STREAM_UNFINISHED = "its stream raised or was not read to the end"
-EVICTED = "too many requests open at once"
 HINTS = {
     NO_QUESTION: "its input names no user message (README, 'What is captured')",
     NO_ANSWER: "its result is no text (README, 'What is captured')",
     NOTHING_TO_SCORE: "nothing to score",
-    EVICTED: "the oldest open requests are dropped unscored",
 }
+EVICTED_HINT = "too many requests open at once: the oldest open requests are dropped unscored"
 
 
 def span_name(span_id: str) -> str:

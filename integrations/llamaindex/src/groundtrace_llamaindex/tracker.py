@@ -14,14 +14,14 @@ mix. A root ends:
   its end: the ``write_response_to_history`` span that is a child of the root.
 
 A root that raises, a stream that raises or is left unread, and a turn with no question, no answer
-or nothing to score are not scored: the reason is counted in stats() and said once at INFO level.
+or nothing to score are not scored: each is counted in stats() (groundtrace.turn_stats.CaptureStats,
+the shape the LangChain integration reports too) and said once at INFO level.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -29,7 +29,8 @@ from groundtrace.monitor import Monitor
 from groundtrace.privacy import Mask
 from groundtrace.record import Record
 from groundtrace.redaction import get_logger
-from groundtrace.turn import NoRecordReasons, ToolFilter
+from groundtrace.turn import ToolFilter
+from groundtrace.turn_stats import CaptureCounter, CaptureStats
 from llama_index.core.base.llms.base import BaseLLM
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
 from llama_index.core.chat_engine.types import StreamingAgentChatResponse
@@ -50,11 +51,10 @@ from workflows import Workflow
 from groundtrace_llamaindex.extract import answer_text, final_result, llm_output_text, query_text
 from groundtrace_llamaindex.run import (
     EVERY_TOOL,
-    EVICTED,
+    EVICTED_HINT,
     HINTS,
     LLM_END,
     QUERY_END,
-    RAISED,
     STREAM_UNFINISHED,
     SYNTHESIZE_END,
     RootRun,
@@ -69,19 +69,6 @@ MAX_OPEN_ROOTS = 10_000
 NO_SCOPE: tuple[str | None, str | None] = (None, None)
 _PLAIN, _LLM, _TOOL, _POSTPROCESSOR, _WORKFLOW = 0, 1, 2, 3, 4
 _KINDS = ((BaseLLM, _LLM), (BaseTool, _TOOL), (BaseNodePostprocessor, _POSTPROCESSOR), (Workflow, _WORKFLOW))
-
-
-@dataclass
-class CaptureStats:
-    """Where every root span went. ``roots`` = ``recorded`` + the ``no_record`` counts + ``not_turns``
-    + ``in_flight``."""
-
-    roots: int = 0
-    recorded: int = 0  # a Record was submitted to the Monitor (which samples: see its stats)
-    excluded: int = 0  # of those, marked excluded (metadata groundtrace_exclude)
-    not_turns: int = 0  # roots with no question and no retrieval: index building, bare embedding or LLM calls
-    no_record: dict[str, int] = field(default_factory=dict)  # turns not recorded, per reason
-    in_flight: int = 0
 
 
 class RootTracker:
@@ -106,8 +93,8 @@ class RootTracker:
         self._kinds: dict[type, int] = {}
         self._closed = False
         self._warned_full = False
-        self._reasons = NoRecordReasons("LlamaIndex")
-        self._counts = CaptureStats()
+        self._counts = CaptureCounter("LlamaIndex")  # where every root went: see stats()
+        self._streams_open = 0  # roots whose answer streams to a caller who has not finished reading it
 
     @property
     def open_roots(self) -> int:
@@ -118,10 +105,14 @@ class RootTracker:
         return len(self._root_of) + len(self._awaiting)
 
     def stats(self) -> CaptureStats:
+        """Where every root went; ``in_flight`` counts open roots and streams not read to their end."""
         with self._lock:
-            counts = self._counts
-            return CaptureStats(counts.roots, counts.recorded, counts.excluded, counts.not_turns,
-                                self._reasons.counts(), len(self._runs))
+            in_flight = len(self._runs) + self._streams_open
+        return self._counts.snapshot(in_flight)
+
+    def callback_failed(self) -> None:
+        """A handler's call into this tracker failed (logged there): counted, never raised."""
+        self._counts.callback_error()
 
     # ----------------------------------------------------------------------------- spans
     def span_started(self, span_id: str, parent_id: str | None, arguments: dict[str, Any],
@@ -133,14 +124,14 @@ class RootTracker:
         if parent_id is None:
             run = RootRun.start(span_id, arguments, tags, instance, workflow=kind == _WORKFLOW)
             with self._lock:
-                self._counts.roots += 1
+                self._counts.root()
                 self._runs[span_id] = run
                 self._root_of[span_id] = span_id
                 if kind != _PLAIN:
                     self._enter_scope(run, span_id, NO_SCOPE, kind, instance, arguments)
                 evicted = self._evict_beyond_limit()
             if evicted:
-                self._no_record(EVICTED, evicted)
+                self._counts.evicted(evicted, EVICTED_HINT)
                 if not self._warned_full:
                     self._warned_full = True
                     log.warning("groundtrace: more than %d LlamaIndex requests open at once; the oldest are "
@@ -174,7 +165,10 @@ class RootTracker:
                 self._close_child(run, span_id)
                 return
             self._forget(run)
-        self._conclude(run, result)
+        try:
+            self._conclude(run, result)
+        except Exception:
+            self._unreadable(run)
 
     def span_dropped(self, span_id: str, instance: Any, err: BaseException | None) -> None:
         with self._lock:
@@ -187,7 +181,7 @@ class RootTracker:
                 return  # a step failed; the root may still recover and answer
             self._forget(run)
         log.debug("groundtrace: %s raised %s: not scored", run.name, type(err).__name__)
-        self._no_record(RAISED)
+        self._counts.failed("its answer is not scored")
 
     # ---------------------------------------------------------------------------- events
     def on_event(self, event: Any) -> None:
@@ -252,12 +246,20 @@ class RootTracker:
                 self._no_record(STREAM_UNFINISHED)
         elif isinstance(final, StreamingResponse) and final.response_gen is not None:
             final.response_gen = follow_tokens(final.response_gen, partial(self._stream_ended, run, final))
+            self._stream_opened()
         elif isinstance(final, AsyncStreamingResponse) and final.response_gen is not None:
             final.response_gen = follow_async_tokens(final.response_gen, partial(self._stream_ended, run, final))
+            self._stream_opened()
         else:
             self._submit(run, answer_text(final), final)
 
+    def _stream_opened(self) -> None:
+        with self._lock:
+            self._streams_open += 1
+
     def _stream_ended(self, run: RootRun, response: Any, text: str | None) -> None:
+        with self._lock:
+            self._streams_open -= 1
         if text is None:
             log.debug("groundtrace: the stream of %s raised or was not read to the end: not scored", run.name)
             self._no_record(STREAM_UNFINISHED)
@@ -271,8 +273,7 @@ class RootTracker:
             if streamed and answer is not None:
                 run.note_streamed_answer(answer)
             if not run.is_turn():
-                with self._lock:
-                    self._counts.not_turns += 1
+                self._counts.not_turn()
                 return
             record = run.to_record(answer, result, self._tools, span_text=self._span_text)
             if not isinstance(record, Record):
@@ -280,16 +281,24 @@ class RootTracker:
                 self._no_record(record)
                 return
             self._monitor.submit(record, mask=self._mask)
-            with self._lock:
-                self._counts.recorded += 1
-                self._counts.excluded += run.excluded
         except Exception:
-            log.debug("groundtrace: could not submit the record of %s", run.name, exc_info=True)
+            self._unreadable(run)
+            return
+        self._counts.recorded(run.excluded)
 
-    def _no_record(self, reason: str, times: int = 1) -> None:
+    def _unreadable(self, run: RootRun) -> None:
+        """groundtrace failed at a root's end (on the caller's thread, maybe in its `for token in
+        stream`): logged, counted as a root with no record and as a callback error, never raised."""
+        try:
+            log.debug("groundtrace: could not read the end of %s", run.name, exc_info=True)
+            self._counts.unreadable()
+            self._counts.callback_error()
+        except Exception:
+            pass
+
+    def _no_record(self, reason: str) -> None:
         try:  # called on the caller's thread too (a stream's end): never raises into it
-            for _ in range(times):
-                self._reasons.count(reason, HINTS.get(reason, ""))
+            self._counts.no_record(reason, HINTS.get(reason, ""))
         except Exception:
             log.debug("groundtrace: could not count a turn with no record", exc_info=True)
 
