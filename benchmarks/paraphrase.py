@@ -3,7 +3,7 @@ of benchmarks/data/paraphrase_*.jsonl (never trained on): each faithful answer r
 the way an LLM does, its twin carries one planted error (baseless addition, number, entity,
 contradiction, dropped condition) with the span marked.
 
-    python benchmarks/paraphrase.py [-m grounding] [--threshold T] [--json]
+    python benchmarks/paraphrase.py [-m grounding] [-O KEY=VALUE ...] [--threshold T] [--json] [FILES]
 
 Per language, at the metric's threshold: share of faithful answers flagged, share of planted
 errors caught, pairwise accuracy (the twin scores as more hallucinated than its faithful answer),
@@ -17,6 +17,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from groundtrace.cli.common import json_or_text
 from groundtrace.metrics import get_metric
 
 DATA = Path(__file__).parent / "data"
@@ -41,8 +42,8 @@ def overlaps(spans, gold) -> bool:
     return any(s.start < g["end"] and s.end > g["start"] for s in spans for g in gold)
 
 
-def run(metric_name: str, threshold: float | None, paths: list[Path]) -> dict:
-    metric = get_metric(metric_name, **({"threshold": threshold} if threshold is not None else {}))
+def run(metric_name: str, threshold: float | None, paths: list[Path], options: dict | None = None) -> dict:
+    metric = get_metric(metric_name, **(options or {}), **({"threshold": threshold} if threshold is not None else {}))
     table: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0]))
     for faithful, planted in load(paths):
         sf, sp = metric.score(faithful), metric.score(planted)
@@ -67,11 +68,14 @@ def run(metric_name: str, threshold: float | None, paths: list[Path]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-m", "--metric", default="grounding")
+    parser.add_argument("-O", "--option", action="append", default=[], help="an option of the metric, KEY=VALUE "
+                        "(e.g. -m lettuce -O model=DIR)")
     parser.add_argument("--threshold", type=float, default=None)
     parser.add_argument("--json", action="store_true")
     parser.add_argument("files", nargs="*", type=Path)
     args = parser.parse_args()
-    result = run(args.metric, args.threshold, args.files or sorted(DATA.glob("paraphrase_*.jsonl")))
+    options = {key: json_or_text(value) for key, _, value in (pair.partition("=") for pair in args.option)}
+    result = run(args.metric, args.threshold, args.files or sorted(DATA.glob("paraphrase_*.jsonl")), options)
     if args.json:
         print(json.dumps(result, indent=1))
         return
