@@ -1,13 +1,22 @@
-"""Throughput and memory of the `grounding` detector on ragtruth-sized records.
+"""Throughput and memory of the `grounding` detector on ragtruth-sized records, under the full
+reading (evidence=all: every context window) and evidence selection (evidence=select: the sentences
+each claim picks, groundtrace/detector/evidence.py), measured in one run on one machine.
 
-    python benchmarks/detector_speed.py [--file ../shared/data/ragtruth_qa_dev.jsonl] [--limit 200]
+    python benchmarks/detector_speed.py [--file ../shared/data/ragtruth_qa_dev.jsonl] [--limit 200] \
+        [--readings all,select,auto] [-O k=2] [--pad 20] [--no-monitor]
 
-1. The metric called directly, one record at a time, with 1 and with 2 onnxruntime threads
-   (the cross-encoder keeps no cache between records: every record is read cold).
+1. The metric called directly, one record at a time, with 1 and with 2 onnxruntime threads, once
+   per reading, each reading in a fresh child process (so each peak memory is its own). Every record
+   is read cold: the cross-encoder keeps no cache, and the selection's caches (tokenized sentences,
+   embeddings) are cleared before each record.
 2. The callback path: a `Monitor(["grounding"])` (its default isolation: a scoring child process
-   per worker) with 1 and 2 workers; records/s from the first submit until every record is scored.
-Prints records/s, the mean characters and windows per record, and the peak resident memory of this
-process and of the Monitor's children.
+   per worker, the metric's default reading) with 1 and 2 workers; records/s from the first submit
+   until every record is scored.
+Prints records/s, CPU milliseconds per record (all threads; what the reading costs, whatever else
+runs on the machine), the mean characters, windows and encoder positions per record, the speed-up
+of selection over the full reading, and the peak resident memory of each reading's process and of
+the Monitor's children. ``--pad 20`` pads every record to 20 passages with other sources' passages
+(a retrieved pile).
 """
 
 from __future__ import annotations
@@ -15,28 +24,50 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import subprocess
+import sys
 import time
 from pathlib import Path
 
+from grounding_cv import padded
+
 from groundtrace import Record
+from groundtrace.backends.embedders import get_embedder
+from groundtrace.cli.common import json_or_text
+from groundtrace.detector.evidence import clear_caches
 from groundtrace.metrics import get_metric
 from groundtrace.monitor import Monitor
 
 DEFAULT = Path(__file__).parents[1] / ".." / "shared" / "data" / "ragtruth_qa_dev.jsonl"
 
 
-def direct(rows: list[dict], threads: int) -> None:
-    metric = get_metric("grounding", threads=threads)
+def direct(rows: list[dict], threads: int, options: dict) -> float:
+    metric = get_metric("grounding", threads=threads, **options)
     metric.score(rows[0])  # load the model outside the clock
-    windows = 0
-    started = time.perf_counter()
+    windows = tokens = 0
+    started, cpu = time.perf_counter(), time.process_time()
     for row in rows:
+        clear_caches()
+        get_embedder("use").clear_cache()
         score = metric.score(row)
         assert score.ok, score.error
         windows += score.details.get("windows", 0)
-    seconds = time.perf_counter() - started
-    print(f"metric, {threads} thread(s): {len(rows) / seconds:6.1f} records/s "
-          f"({windows / len(rows):.2f} windows of <= 512 tokens per record)")
+        tokens += score.details.get("tokens", 0)
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    reading = options.get("evidence", "default")
+    # CPU seconds (all threads) are what the reading costs; wall records/s also count other work on the machine
+    print(f"metric, evidence={reading}, {threads} thread(s): {len(rows) / seconds:6.2f} records/s, "
+          f"{1000 * cpu / len(rows):5.0f} CPU ms per record ({windows / len(rows):.2f} windows, "
+          f"{tokens / len(rows):.0f} encoder positions per record)", flush=True)
+    return len(rows) / seconds
+
+
+def worker(rows: list[dict], options: dict) -> None:
+    """One reading, both thread counts, in this (child) process: prints a JSON line last."""
+    rates = {threads: direct(rows, threads, options) for threads in (1, 2)}
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"peak resident memory, evidence={options.get('evidence')}: {peak:.0f} MB", flush=True)
+    print(json.dumps({"rates": rates, "peak_mb": peak}))
 
 
 def monitored(rows: list[dict], workers: int) -> None:
@@ -60,16 +91,45 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--file", default=str(DEFAULT))
     parser.add_argument("--limit", type=int, default=200)
+    parser.add_argument("--readings", default="all,select", help="evidence readings, comma-separated")
+    parser.add_argument("-O", "--option", action="append", default=[], help="KEY=VALUE for evidence=select")
+    parser.add_argument("--no-monitor", action="store_true")
+    parser.add_argument("--pad", type=int, default=0, help="pad every record to this many passages (other sources')")
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    rows = [json.loads(line) for line in open(args.file, encoding="utf-8") if line.strip()][: args.limit]
+    every = [json.loads(line) for line in open(args.file, encoding="utf-8") if line.strip()]
+    rows = every[: args.limit]
+    if args.pad:  # a retrieved pile: each record's passages, then other sources' passages
+        rows = [{**row, "contexts": padded(every, i, args.pad)} for i, row in enumerate(rows)]
+    if args.worker == "monitor":
+        for workers in (1, 2):
+            monitored(rows, workers)
+        print(f"peak resident memory of a Monitor child: {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MB")
+        return
+    if args.worker:
+        worker(rows, json.loads(args.worker))
+        return
     chars = sum(len("".join(r["contexts"])) + len(r["answer"]) for r in rows) / len(rows)
     print(f"{len(rows)} records of {Path(args.file).name}, {chars:,.0f} characters of contexts + answer on average")
-    for threads in (1, 2):
-        direct(rows, threads)
-    print(f"peak resident memory of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
-    for workers in (1, 2):
-        monitored(rows, workers)
-    print(f"peak resident memory of a Monitor child: {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:.0f} MB")
+    extra = {k: json_or_text(v) for k, _, v in (o.partition("=") for o in args.option)}
+    results = {}
+    for reading in args.readings.split(","):
+        options = {"evidence": reading, **(extra if reading == "select" else {})}
+        lines = child(args, json.dumps(options))
+        print("\n".join(lines[:-1]), flush=True)
+        results[reading] = json.loads(lines[-1])
+    if "all" in results and "select" in results:
+        for threads in ("1", "2"):
+            ratio = results["select"]["rates"][threads] / results["all"]["rates"][threads]
+            print(f"evidence=select / evidence=all, {threads} thread(s): {ratio:.2f}x records/s")
+    if not args.no_monitor:  # in a child of its own, so that its children's peak is theirs alone
+        print("\n".join(child(args, "monitor")), flush=True)
+
+
+def child(args: argparse.Namespace, work: str) -> list[str]:
+    done = subprocess.run([sys.executable, __file__, "--file", args.file, "--limit", str(args.limit),
+                           "--pad", str(args.pad), "--worker", work], capture_output=True, text=True, check=True)
+    return done.stdout.strip().splitlines()
 
 
 if __name__ == "__main__":

@@ -112,3 +112,30 @@ def test_int8_onnx_pass_matches_the_packages_numpy_pass_in_three_languages():
     # a text's embedding does not depend on the other texts of its batch
     alone = USEEmbedder(backend="onnx").embed([texts[1]])[0]
     assert np.allclose(alone, fast[1], atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("context", "planted", "faithful", "planted_text"),
+    [
+        ("Refunds arrive within 5 business days.", "The warranty is 5 years.", "The refund takes five days.",
+         "5 years"),
+        ("Деньги возвращаются в течение 5 рабочих дней.", "Гарантия действует 5 лет.",
+         "Деньги вернут за пять рабочих дней.", "5 лет"),
+        ("退款将在5个工作日内到账。", "保修期为5年。", "退款五个工作日内到账。", "5年"),
+    ],
+)
+def test_a_number_in_another_unit_is_a_hallucinated_fact(context, planted, faithful, planted_text):
+    # cosine([1, 0], [0.8, 0.6]) = 0.8 for both answers; only the facts differ
+    table = TableEmbedder({context: [0.8, 0.6], planted: [1.0, 0.0], faithful: [1.0, 0.0]})
+    metric = get_metric("facts", embedder=table)
+    bad = metric.score({"contexts": [context], "answer": planted})
+    # F(O) = {5 year}; the context states 5 days, not 5 years: F_h = F(O), E_f = 1/1
+    assert bad.details["hallucinated_facts"] == [planted_text]
+    assert bad.details["E_f"] == 1.0
+    assert bad.value == pytest.approx(0.5 * (1 - 0.8) + 0.5 * 1.0)
+    assert [s.text for s in bad.spans] == [planted_text]
+    good = metric.score({"contexts": [context], "answer": faithful})
+    # F(O) = {5 day}, stated by the context in other words: E_f = 0
+    assert good.details["hallucinated_facts"] == []
+    assert good.details["E_f"] == 0.0
+    assert good.value == pytest.approx(0.5 * (1 - 0.8))

@@ -109,22 +109,29 @@ def test_a_baseless_sentence_is_flagged_as_a_whole(grounding):
     assert len(claims) == 2 and claims[1]["p_unsupported"] > claims[0]["p_unsupported"]
 
 
-def test_a_context_longer_than_the_encoder_window_is_read_to_its_end(grounding):
-    # The supporting sentence sits after ~40,000 characters of unrelated text: found only if the
-    # context is read in windows to its end, not cut at the encoder's 512 tokens.
+LONG_ANSWER = "The museum opens at 9 am and closes at 6 pm, every day but Monday."
+
+
+def read_long_context(metric):
+    """The answer scored with its supporting sentence after ~40,000 characters of unrelated text,
+    and without it: found only if the context is read to its end, not cut at 512 tokens."""
     filler = " ".join(f"Paragraph {i} describes the history of tram line {i} in great detail." for i in range(600))
     fact = "The museum opens at 9 am and closes at 6 pm every day except Monday."
-    answer = "The museum opens at 9 am and closes at 6 pm, every day but Monday."
-    with_fact = grounding.score(Record(question="When is the museum open?", contexts=[filler + " " + fact], answer=answer))
-    without = grounding.score(Record(question="When is the museum open?", contexts=[filler], answer=answer))
+    with_fact = metric.score(Record(question="When is the museum open?", contexts=[filler + " " + fact], answer=LONG_ANSWER))
+    without = metric.score(Record(question="When is the museum open?", contexts=[filler], answer=LONG_ANSWER))
     assert with_fact.ok and without.ok
-    assert with_fact.details["windows"] > 20
     assert with_fact.value < without.value - 0.1
-    # the last window's "except Monday" supports "but Monday": flagged only when it is not read
-    monday = answer.index("Monday")
+    # "except Monday" supports "but Monday": flagged only when it is not read
+    monday = LONG_ANSWER.index("Monday")
     assert any(s.start <= monday < s.end for s in without.spans)
     assert not any(s.start <= monday < s.end for s in with_fact.spans)
     assert all(a.end <= b.start for a, b in pairwise(without.spans))  # disjoint, in order
+    return with_fact, without
+
+
+def test_a_context_longer_than_the_encoder_window_is_read_to_its_end():
+    with_fact, _ = read_long_context(get_metric("grounding", evidence="all"))
+    assert with_fact.details["windows"] > 20  # the full reading: every window of the context
 
 
 def test_windows_cover_every_context_and_answer_token_within_the_encoder_limit():

@@ -16,8 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from groundtrace.detector.evidence import Evidence
+from groundtrace.detector.packing import evidence_windows
 from groundtrace.detector.tokenizer import Encoding, XETokenizer
-from groundtrace.detector.windows import MAX_TOKENS, answer_minimum, build_windows, pad_batch
+from groundtrace.detector.windows import MAX_TOKENS, Window, answer_minimum, build_windows, pad_batch
 
 MODEL_DIR = Path(__file__).parent
 ONNX_FILE = MODEL_DIR / "grounding-xe.onnx"
@@ -32,6 +34,7 @@ class TokenScores:
     encoding: Encoding  # the answer's tokens with character offsets
     p_unsupported: np.ndarray  # per token
     windows: int
+    tokens: int = 0  # encoder positions read, all windows together (the cost)
 
 
 class CrossEncoder:
@@ -65,17 +68,43 @@ class CrossEncoder:
         return self._load()[1]
 
     def score(self, question: str | None, contexts: list[str], answer: str) -> TokenScores:
-        session, tokenizer = self._load()
+        """Every answer token read against every context window (the full reading)."""
+        return self.score_windows(*self.full_windows(question, contexts, answer))
+
+    def full_windows(self, question: str | None, contexts: list[str], answer: str) -> tuple[Encoding, list[Window]]:
+        """The answer's tokens and the full reading's windows (none for an answer without tokens)."""
+        tokenizer = self.tokenizer
+        encoding = tokenizer.encode(answer)
+        if len(encoding) == 0:
+            return encoding, []
+        return encoding, build_windows(tokenizer, question, contexts, encoding, MAX_TOKENS)
+
+    def score_evidence(self, question: str | None, evidence: Evidence, answer: str, fill: bool = False) -> TokenScores:
+        """The answer read against the sentences its claims picked (detector/packing.py)."""
+        tokenizer = self.tokenizer
         encoding = tokenizer.encode(answer)
         if len(encoding) == 0:
             return TokenScores(encoding, np.zeros(0), 0)
-        windows = build_windows(tokenizer, question, contexts, encoding, MAX_TOKENS)
+        return self.score_windows(encoding, evidence_windows(tokenizer, question, evidence, encoding, MAX_TOKENS, fill))
+
+    def score_windows(self, encoding: Encoding, windows: list[Window]) -> TokenScores:
+        if len(encoding) == 0:
+            return TokenScores(encoding, np.zeros(0), 0)
+        values = self.window_probabilities(windows)
+        return TokenScores(encoding, answer_minimum(windows, values, len(encoding)).astype(np.float64), len(windows),
+                           sum(len(w.ids) for w in windows))
+
+
+    def window_probabilities(self, windows: list[Window]) -> list[np.ndarray]:
+        """P(unsupported) of every position of every window (padding cut off)."""
+        session, tokenizer = self._load()
         values: list[np.ndarray] = []
         for start in range(0, len(windows), _WINDOWS_PER_RUN):
             part = windows[start:start + _WINDOWS_PER_RUN]
             ids, mask = pad_batch(part, tokenizer.pad_id)
-            values.extend(session.run(None, {"input_ids": ids, "attention_mask": mask})[0])
-        return TokenScores(encoding, answer_minimum(windows, values, len(encoding)).astype(np.float64), len(windows))
+            out = session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+            values.extend(row[:len(w.ids)] for row, w in zip(out, part, strict=True))
+        return values
 
 
 _shared: dict[int, CrossEncoder] = {}

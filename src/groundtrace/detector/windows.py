@@ -30,31 +30,50 @@ class Window:
     answer_tokens: np.ndarray  # indices into the answer's Encoding, one per answer position
 
 
-def context_windows(context_ids: np.ndarray, size: int) -> list[np.ndarray]:
+def context_windows(context_ids: np.ndarray, size: int, balanced: bool = False) -> list[np.ndarray]:
+    """Overlapping windows of at most ``size`` tokens over the context; ``balanced``: as many as
+    needed, each only as long as needed (the evidence reading: shorter windows cost less)."""
     if len(context_ids) <= size:
         return [context_ids]
+    if balanced:
+        step = max(size - CONTEXT_OVERLAP, size // 2)
+        count = -(-(len(context_ids) - size) // step) + 1
+        size = -(-(len(context_ids) + (count - 1) * CONTEXT_OVERLAP) // count)
     step = max(size - CONTEXT_OVERLAP, size // 2)
     starts = list(range(0, len(context_ids) - size, step)) + [len(context_ids) - size]
     return [context_ids[s:s + size] for s in starts]
 
 
+def question_head(tokenizer: XETokenizer, question: str | None) -> np.ndarray:
+    """``<s> question </s>`` (the question cut to QUESTION_TOKENS), or ``<s>`` without a question."""
+    q_ids = tokenizer.encode(question).ids[:QUESTION_TOKENS] if question else np.zeros(0, dtype=np.int64)
+    if not len(q_ids):
+        return np.asarray([tokenizer.bos_id], dtype=np.int64)
+    return np.concatenate([[tokenizer.bos_id], q_ids, [tokenizer.eos_id]]).astype(np.int64)
+
+
+def read_windows(tokenizer: XETokenizer, head: np.ndarray, context_ids: np.ndarray, answer: Encoding,
+                 answer_idx: np.ndarray, max_tokens: int = MAX_TOKENS, balanced: bool = False) -> list[Window]:
+    """The answer tokens ``answer_idx`` read against ``context_ids`` in as few windows as fit."""
+    eos = tokenizer.eos_id
+    budget = max_tokens - len(head) - len(answer_idx) - 3  # </s></s> between, </s> at the end
+    if budget < MIN_CONTEXT_WINDOW and len(head) > 1:  # a long chunk leaves the question out first
+        head = np.asarray([tokenizer.bos_id], dtype=np.int64)
+        budget = max_tokens - 1 - len(answer_idx) - 3
+    return [Window(np.concatenate([head, c_win, [eos, eos], answer.ids[answer_idx], [eos]]).astype(np.int64),
+                   len(head) + len(c_win) + 2, answer_idx)
+            for c_win in context_windows(context_ids, budget, balanced)]
+
+
 def build_windows(tokenizer: XETokenizer, question: str | None, contexts: list[str], answer: Encoding,
                   max_tokens: int = MAX_TOKENS) -> list[Window]:
-    bos, eos = tokenizer.bos_id, tokenizer.eos_id
-    q_ids = tokenizer.encode(question).ids[:QUESTION_TOKENS] if question else np.zeros(0, dtype=np.int64)
+    head = question_head(tokenizer, question)
     c_ids = tokenizer.encode(CONTEXT_SEPARATOR.join(contexts)).ids if contexts else np.zeros(0, dtype=np.int64)
     windows: list[Window] = []
     n = len(answer)
     for a_start in range(0, max(n, 1), ANSWER_CHUNK):
         a_idx = np.arange(a_start, min(a_start + ANSWER_CHUNK, n))
-        head = np.concatenate([[bos], q_ids, [eos]]) if len(q_ids) else np.asarray([bos])
-        budget = max_tokens - len(head) - len(a_idx) - 3  # </s></s> between, </s> at the end
-        if budget < MIN_CONTEXT_WINDOW and len(q_ids):  # a long chunk leaves the question out first
-            head = np.asarray([bos])
-            budget = max_tokens - 1 - len(a_idx) - 3
-        for c_win in context_windows(c_ids, budget):
-            ids = np.concatenate([head, c_win, [eos, eos], answer.ids[a_idx], [eos]]).astype(np.int64)
-            windows.append(Window(ids, len(head) + len(c_win) + 2, a_idx))
+        windows += read_windows(tokenizer, head, c_ids, answer, a_idx, max_tokens)
     return windows
 
 

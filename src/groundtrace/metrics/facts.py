@@ -1,7 +1,8 @@
 """`facts`: the second seed, embedding similarity plus checkable facts.
 
     S_c = cosine(embedding(answer), embedding(context))     the concept score
-    F(x) = numbers, years, dates, quantities, names, acronyms of x (text.facts)
+    F(x) = numbers with their units, years, dates, names, acronyms of x (text.facts; a number
+           is supported only in a unit that agrees: "5 years" not by "5 business days", text.units)
     F_h = F(O) \\ F(C)   hallucinated facts;   F_m = F(C) \\ F(O)   missing facts
     E_f = |F_h| / |F(O)|                        mode "hallucination" (default): omissions are fine
         = 1 if F(O) empty and F(C) not; 0 if both empty; else min((|F_h| + |F_m|) / |F(O)|, 1)

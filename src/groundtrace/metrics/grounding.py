@@ -5,7 +5,11 @@ question and contexts together with the answer and gives every answer token P(un
 
     claims   = the answer's sentences, long ones cut at clause joints (lead-ins, citations and
                refusals are not claims)
-    p_t      = P(token t unsupported), the minimum over the context windows that read it
+    read     = what each answer chunk is read against (detector/reading.py): every context window
+               (evidence="all"), the sentences its claims pick ("select"), or the first while the
+               full reading needs at most 2 windows per answer chunk and the second beyond ("auto",
+               the default: a pile of 20 retrieved passages costs about what 5 do)
+    p_t      = P(token t unsupported), the minimum over the windows that read it
     p_claim  = max of p_t over the claim's tokens that hold a letter or digit (or, where the model
                card says "aggregation": "claims-top3-noisy-or", the mean of its top 3)
     value    = max over the claims (or their noisy-OR)                  higher = more hallucinated
@@ -25,6 +29,8 @@ import numpy as np
 from groundtrace.detector.aggregate import answer_probability, claim_probability
 from groundtrace.detector.claims import Claim, split_claims
 from groundtrace.detector.crossencoder import MODEL_DIR, CrossEncoder, TokenScores, shared_crossencoder
+from groundtrace.detector.evidence import SentenceEmbedder
+from groundtrace.detector.reading import EvidenceMode, Reading
 from groundtrace.metrics.base import Metric, Result, needed
 from groundtrace.record import Record
 from groundtrace.score import Span
@@ -46,8 +52,9 @@ class GroundingMetric(Metric):
                    "do not support, with the unsupported spans.")
     requires = ("answer", "contexts")
     higher_is_better = False
-    # The encoder reads every context window against every answer chunk: 300,000 characters of
-    # context is ~200 windows, several seconds; beyond that an error Score says so.
+    # The full reading reads every context window against every answer chunk (300,000 characters of
+    # context is ~200 windows, several seconds), and selection tokenizes all of it; beyond that an
+    # error Score says so.
     default_max_context_chars = 300_000
     default_threshold = 0.5  # never used: documented_threshold() is the model card's (fitted on ragtruth_qa_dev)
 
@@ -55,9 +62,18 @@ class GroundingMetric(Metric):
     def documented_threshold(cls) -> float:
         return float(model_card()["threshold"])
 
-    def __init__(self, *, threads: int = 1, model: CrossEncoder | None = None, **options) -> None:
+    def __init__(self, *, threads: int = 1, model: CrossEncoder | None = None, evidence: EvidenceMode = "auto",
+                 embedder: str | None = None, **options) -> None:
+        reading = {k: _typed(getattr(Reading, k), options.pop(k)) for k in list(options) if k in Reading.__dataclass_fields__}
         super().__init__(**options)
+        self.reading = Reading(evidence=evidence, **reading)
         self.model = model or shared_crossencoder(threads)
+        self._embedder_spec = embedder
+
+    def _embedder(self) -> SentenceEmbedder:
+        from groundtrace.backends.embedders import get_embedder
+
+        return get_embedder(self._embedder_spec or "use")
 
     def compute(self, record: Record, language: str) -> Result:
         answer = needed(record.answer)
@@ -69,7 +85,8 @@ class GroundingMetric(Metric):
             spans = [Span(start=c.start, end=c.end, text=c.text, label="unsupported", score=1.0) for c in claims]
             return Result(1.0, "no contexts were retrieved, so nothing in the answer is supported", spans,
                           {"claims": [_claim_detail(c, 1.0) for c in claims]})
-        scores = self.model.score(record.question, contexts, answer)
+        scores, evidence = self.reading.read(self.model, record.question, contexts, answer, language, claims,
+                                             self._embedder)
         words = scores.encoding.word_tokens(answer)
         noisy_or = model_card().get("aggregation") == NOISY_OR
         claim_p = [_claim_probability(scores, c, words, noisy_or) for c in claims]
@@ -84,9 +101,20 @@ class GroundingMetric(Metric):
             details={
                 "claims": [_claim_detail(c, p) for c, p in zip(claims, claim_p, strict=True)],
                 "windows": scores.windows,
+                "tokens": scores.tokens,
+                "evidence": evidence,
                 "model": model_card().get("version", "grounding"),
             },
         )
+
+
+def _typed(default, value):
+    """An option as its default's type: "2" -> 2 and "false" -> False, as -O and environment values come."""
+    if isinstance(default, bool) and isinstance(value, str):
+        if value.lower() not in ("true", "false", "1", "0"):
+            raise ValueError(f"grounding: expected true or false, got {value!r}")
+        return value.lower() in ("true", "1")
+    return type(default)(value) if isinstance(default, int | str) and not isinstance(default, bool) else bool(value)
 
 
 def _in_claims(starts: np.ndarray, ends: np.ndarray, claims: list[Claim]) -> np.ndarray:

@@ -13,6 +13,7 @@ from typing import Literal
 from groundtrace.text.numbers import MONTHS, canonical_number, find_dates, find_quantities
 from groundtrace.text.stopwords import stopwords
 from groundtrace.text.tokenize import fold, jieba_module, tokenize
+from groundtrace.text.units import COUNT, is_unit_word, units_agree
 
 FactKind = Literal["number", "year", "date", "name"]
 
@@ -82,9 +83,14 @@ def extract_facts(text: str, language: str = "en", *, discover_names: bool = Tru
     for q in find_quantities(text, language):
         if not free(q.start, q.end) or _is_list_marker(text, q.start, q.end) or _is_reference(text, q.start):
             continue
-        is_year = q.unit is None and q.value.is_integer() and 1000 <= q.value <= 2100 and "." not in text[q.start:q.end]
+        number = text[q.start:q.end]
+        # "in 2019", "2019 sales": a year, whatever it is said to count
+        if q.unit in (None, COUNT) and q.value.is_integer() and 1000 <= q.value <= 2100 and "." not in number:
+            end = q.start + len(number.split()[0]) if q.unit else q.end
+            add(Fact("year", canonical_number(q.value), text[q.start:end], q.start, end, q.value, None))
+            continue
         key = canonical_number(q.value) + (f" {q.unit}" if q.unit else "")
-        add(Fact("year" if is_year else "number", key, text[q.start : q.end], q.start, q.end, q.value, q.unit))
+        add(Fact("number", key, number, q.start, q.end, q.value, q.unit))
     return sorted(facts, key=lambda f: f.start)
 
 
@@ -122,7 +128,9 @@ def _latin_names(text: str, language: str) -> list[Fact]:
         while run and fold(run[0].text) in _CONNECTORS:
             run.pop(0)
         # a lone capitalised function word ("What", "Unable") or a prompt word ("Passage") is no name
-        if len(run) == 1 and (fold(run[0].text) in stop or fold(run[0].text) in _REFERENCE_WORDS):
+        # nor a unit ("5 USD", "10 KM"): the number before it is the fact
+        if len(run) == 1 and (fold(run[0].text) in stop or fold(run[0].text) in _REFERENCE_WORDS
+                              or is_unit_word(run[0].text)):
             run.clear()
         if run:
             start, end = run[0].start, run[-1].end
@@ -219,11 +227,13 @@ class FactIndex:
             return self._has_name(fact.key)
         if fact.kind == "date":
             return self._has_date(fact.key)
-        # numbers and years: the same value with a compatible unit, or a date in that year
+        # numbers and years: the same value in a unit that can name the same thing ("5 years" is not
+        # supported by "5 business days"), or a date in that year
         units = self.values.get(fact.value) if fact.value is not None else None
-        if units is not None and (fact.unit is None or None in units or fact.unit in units):
+        if units is not None and any(units_agree(fact.unit, unit) for unit in units):
             return True
-        return fact.unit is None and fact.value is not None and fact.value.is_integer() and int(fact.value) in self.years
+        return (fact.unit in (None, COUNT) and fact.value is not None and fact.value.is_integer()
+                and int(fact.value) in self.years)
 
     def _has_date(self, key: str) -> bool:
         # the same date, or a more precise one that contains it ("March 2024" by "5 March 2024")

@@ -7,7 +7,10 @@ Everything here is table-driven: a language is added by extending the tables, no
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from groundtrace.text.numerals import WORD_NUMBER, ZH_NUMBER, ZH_PERCENT, word_value, zh_value
+from groundtrace.text.units import COUNT, UNIT_OF, unit_after
 
 # Spaces that separate thousands: plain, no-break, thin and narrow no-break.
 _THOUSANDS_SPACE = "[ \u00a0\u2009\u202f]"
@@ -15,33 +18,6 @@ NUMBER = rf"\d{{1,3}}(?:{_THOUSANDS_SPACE}\d{{3}})+(?:[.,]\d+)?(?!\d)|\d+(?:[.,]
 # Languages that write a decimal comma ("3,5"): there "1,879" is 1.879, elsewhere it is 1879.
 _DECIMAL_COMMA = frozenset("ru uk be bg sr de fr es it pt nl pl cs sk sv da no fi tr el ro hu kk".split())
 
-# Canonical unit -> the words that name it, in English, Russian and Chinese. Word forms, not stems:
-# a regex alternation of whole words is both exact and fast.
-UNITS: dict[str, tuple[str, ...]] = {
-    "%": ("%", "％", "percent", "per cent", "pct", "процент", "процента", "процентов", "проц"),
-    "usd": ("$", "usd", "dollar", "dollars", "доллар", "доллара", "долларов", "долл", "美元"),
-    "eur": ("€", "eur", "euro", "euros", "евро", "欧元"),
-    "rub": ("₽", "rub", "rubles", "roubles", "рубль", "рубля", "рублей", "руб", "р", "卢布"),
-    "cny": ("¥", "cny", "rmb", "yuan", "юань", "юаня", "юаней", "元", "人民币", "块"),
-    "gbp": ("£", "gbp", "pound", "pounds", "фунт", "фунта", "фунтов", "英镑"),
-    "year": ("year", "years", "yr", "yrs", "год", "года", "лет", "岁", "周年"),
-    "month": ("month", "months", "месяц", "месяца", "месяцев", "мес", "个月"),
-    "week": ("week", "weeks", "неделя", "недели", "недель", "нед", "周", "星期", "个星期"),
-    "day": ("day", "days", "день", "дня", "дней", "сутки", "суток", "天", "日"),
-    "hour": ("hour", "hours", "hr", "hrs", "h", "час", "часа", "часов", "ч", "小时", "个小时"),
-    "minute": ("minute", "minutes", "min", "mins", "минута", "минуты", "минут", "мин", "分钟"),
-    "second": ("second", "seconds", "sec", "secs", "s", "секунда", "секунды", "секунд", "сек", "秒", "秒钟"),
-    "km": ("km", "kilometer", "kilometers", "kilometre", "kilometres", "км", "километр", "километра", "километров",
-           "公里", "千米"),
-    "m": ("m", "meter", "meters", "metre", "metres", "м", "метр", "метра", "метров", "米"),
-    "cm": ("cm", "centimeter", "centimeters", "см", "сантиметр", "сантиметра", "сантиметров", "厘米"),
-    "kg": ("kg", "kilogram", "kilograms", "кг", "килограмм", "килограмма", "килограммов", "公斤", "千克"),
-    "g": ("g", "gram", "grams", "г", "грамм", "грамма", "граммов", "克"),
-    "t": ("t", "ton", "tons", "tonne", "tonnes", "т", "тонна", "тонны", "тонн", "吨"),
-    "l": ("l", "liter", "liters", "litre", "litres", "л", "литр", "литра", "литров", "升"),
-    "person": ("people", "persons", "человек", "чел", "人", "名"),
-    "credit": ("credit", "credits", "кредит", "кредита", "кредитов", "学分"),
-}
 # Words that multiply the number before them ("3,5 млн", "150万", "$1.5 billion").
 MULTIPLIERS: dict[str, float] = {
     "thousand": 1e3, "тыс": 1e3, "тысяча": 1e3, "тысячи": 1e3, "тысяч": 1e3, "k": 1e3, "千": 1e3,
@@ -52,7 +28,6 @@ MULTIPLIERS: dict[str, float] = {
     "trillion": 1e12, "трлн": 1e12, "триллион": 1e12, "триллиона": 1e12, "триллионов": 1e12,
     "万": 1e4, "亿": 1e8,
 }
-_UNIT_OF = {word: unit for unit, forms in UNITS.items() for word in forms}
 _PREFIX_CURRENCY = {"$": "usd", "€": "eur", "£": "gbp", "¥": "cny", "₽": "rub"}
 
 
@@ -63,12 +38,18 @@ def _alternation(words: list[str]) -> str:
 # A unit written in letters must end at a word boundary (so "m" does not eat "million"); CJK units
 # and symbols need none, since Chinese does not separate words.
 _WORD_END = r"(?:(?<=[A-Za-zА-Яа-яЁё])(?![^\W\d_])|(?<![A-Za-zА-Яа-яЁё]))"
-_MULTIPLIER = rf"(?P<mult>{_alternation(list(MULTIPLIERS))})\.?{_WORD_END}"
-_UNIT = rf"(?P<unit>{_alternation(list(_UNIT_OF))}){_WORD_END}"
+# "5千米" is five kilometres, not five thousand metres
+_MULTIPLIER = rf"(?P<mult>{_alternation(list(MULTIPLIERS))})(?!(?<=千)[米克])\.?{_WORD_END}"
+_UNIT = rf"(?P<unit>{_alternation(list(UNIT_OF))}){_WORD_END}"
+# a unit follows its number directly, after a space or a hyphen ("5 years", "5-year", "5年")
 QUANTITY = re.compile(
-    rf"(?P<cur>[$€£¥₽])?\s?(?P<num>{NUMBER})(?:\s?{_MULTIPLIER})?(?:\s?{_UNIT})?",
+    rf"(?P<cur>[$€£¥₽])?\s?(?P<num>{NUMBER})(?:\s?{_MULTIPLIER})?(?:(?:\s|\s?-\s?)?{_UNIT})?",
     re.IGNORECASE,
 )
+_UNIT_HERE = re.compile(rf"(?:\s|\s?-\s?)?{_UNIT}", re.IGNORECASE)
+_MULTIPLIER_HERE = re.compile(rf"\s?{_MULTIPLIER}", re.IGNORECASE)
+# "5-10 days", "5 to 10 years", "5至10天": the first number of a range is in the unit of the second
+_RANGE = re.compile(r"\s*(?:[-–—~～]|to|or|and|до|или|и|至|到|或)\s*", re.IGNORECASE)
 
 
 def parse_number(text: str, language: str = "en") -> float | None:
@@ -114,17 +95,70 @@ class Quantity:
 
 
 def find_quantities(text: str, language: str = "en") -> list[Quantity]:
-    """Every number in ``text`` with its multiplier and unit applied."""
-    found = []
+    """Every number in ``text`` with its multiplier and unit applied; numbers written in words
+    ("five years", "пять лет", "三年") where a unit follows them."""
+    found = _zh_percents(text)
     for m in QUANTITY.finditer(text):
         value = parse_number(m.group("num"), language)
-        if value is None:
+        if value is None or any(q.start <= m.start("num") < q.end for q in found):
             continue
         if m.group("mult"):
             value *= MULTIPLIERS[m.group("mult").lower()]
-        unit = _PREFIX_CURRENCY.get(m.group("cur") or "") or _UNIT_OF.get((m.group("unit") or "").lower())
-        start = m.start("cur") if m.group("cur") else m.start("num")
-        found.append(Quantity(value, unit, start, m.end()))
+        unit = _PREFIX_CURRENCY.get(m.group("cur") or "") or UNIT_OF.get((m.group("unit") or "").lower())
+        start, end = (m.start("cur") if m.group("cur") else m.start("num")), m.end()
+        if unit is None:
+            unit, end = unit_after(text, end, language)
+        found.append(Quantity(value, unit, start, end))
+    found += _word_quantities(text, language, taken=found)
+    found.sort(key=lambda q: q.start)
+    return _ranges_take_their_unit(text, found)
+
+
+def _word_quantities(text: str, language: str, taken: list[Quantity]) -> list[Quantity]:
+    """Numbers in words, kept only with a unit of the tables after them (a counted noun is not enough)."""
+    found = []
+    matches = [(m.start(), m.end(), float(word_value(m))) for m in WORD_NUMBER.finditer(text)]
+    for m in ZH_NUMBER.finditer(text):
+        numeral, end = m.group("zh"), m.end()
+        if numeral.endswith("千") and text[end:end + 1] in ("米", "克"):  # 千米, 千克: a unit
+            numeral, end = numeral[:-1], end - 1
+        zh = zh_value(numeral) if numeral else None
+        if zh is not None:
+            matches.append((m.start(), end, float(zh)))
+    for start, end, value in matches:
+        if any(q.start < end and start < q.end for q in taken):
+            continue
+        mult = _MULTIPLIER_HERE.match(text, end)
+        if mult:
+            value, end = value * MULTIPLIERS[mult.group("mult").lower()], mult.end()
+        here = _UNIT_HERE.match(text, end)
+        unit, end = (UNIT_OF[here.group("unit").lower()], here.end()) if here else unit_after(text, end, language)
+        if unit is not None and unit != COUNT and not _is_idiom(text, end, unit):
+            found.append(Quantity(value, unit, start, end))
+    return found
+
+
+def _zh_percents(text: str) -> list[Quantity]:
+    found = []
+    for m in ZH_PERCENT.finditer(text):
+        percent = float(m.group("digits")) if m.group("digits") else zh_value(m.group("zh"), lone_one=True)
+        if percent is not None:
+            found.append(Quantity(float(percent), "%", m.start(), m.end()))
+    return found
+
+
+def _is_idiom(text: str, end: int, unit: str) -> bool:
+    # 一次性 "disposable", 两次元 ...: a Chinese unit glued to the word after it
+    return unit == "time" and text[end:end + 1] in ("性", "元")
+
+
+def _ranges_take_their_unit(text: str, found: list[Quantity]) -> list[Quantity]:
+    for i in range(len(found) - 1, 0, -1):
+        first, second = found[i - 1], found[i]
+        if first.unit is None and second.unit is not None:
+            between = _RANGE.fullmatch(text, first.end, second.start)
+            if between is not None:
+                found[i - 1] = replace(first, unit=second.unit)
     return found
 
 
