@@ -1,5 +1,5 @@
 """Tiny Hugging Face models built on the spot, so the hub metrics (`lettuce`, `nli`) run for real with no
-download: a WordPiece tokenizer trained with the `tokenizers` library, a 2-layer ModernBERT token classifier
+download: a WordPiece tokenizer built with the `tokenizers` library, a 2-layer ModernBERT token classifier
 whose head flags chosen words, and 2-layer BERT sequence classifiers with 3 and 2 labels. Each is saved with
 save_pretrained into a folder and loaded by path, exactly as a user's downloaded model would be.
 
@@ -33,16 +33,21 @@ SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 def train_tokenizer(folder: Path) -> None:
     """A WordPiece tokenizer (lower-cased, BERT pre-tokenization, [CLS] A [SEP] B [SEP] pairs), saved as
-    a transformers fast tokenizer."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    a transformers fast tokenizer. Its vocabulary is every word of the corpus and every character (alone
+    and as a ``##`` continuation), in sorted order, not learned by WordPieceTrainer: the trainer breaks
+    ties in a different order on every run, and a vocabulary that moves moves every test's numbers."""
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
-    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    normalizer = normalizers.BertNormalizer(lowercase=True)
+    pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    words = sorted({word for text in _CORPUS for word, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(text))})
+    characters = sorted({character for word in words for character in word})
+    pieces = [*SPECIAL, *characters, *(f"##{c}" for c in characters), *(w for w in words if w not in characters)]
+    tokenizer = Tokenizer(models.WordPiece({piece: i for i, piece in enumerate(pieces)}, unk_token="[UNK]"))
+    tokenizer.normalizer = normalizer
+    tokenizer.pre_tokenizer = pre_tokenizer
     tokenizer.decoder = decoders.WordPiece()
-    trainer = trainers.WordPieceTrainer(vocab_size=400, special_tokens=SPECIAL, min_frequency=1)
-    tokenizer.train_from_iterator(_CORPUS * 3, trainer)
     cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     tokenizer.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
