@@ -27,7 +27,7 @@ from groundtrace.engine import build_metrics
 from groundtrace.scoring_process import ScoringProcess
 from groundtrace.metrics import Metric
 from groundtrace.privacy import Mask, chain_masks, load_mask, take_in
-from groundtrace.record import InvalidInput, Record, placeholder_record
+from groundtrace.record import InvalidInput, PendingRecord, Record, placeholder_record, realize
 from groundtrace.redaction import get_logger
 from groundtrace.score import Score
 from groundtrace.sinks import close_sinks, emit_all, flush_sinks
@@ -222,12 +222,13 @@ class Monitor:
         an adapter that writes text of its own onto a trace asks first."""
         return self.capture_text and self.mask is None
 
-    def submit(self, record: Record, *, sample_rate: float | None = None, mask: Mask | None = None) -> bool:
+    def submit(self, record: Record | PendingRecord, *, sample_rate: float | None = None, mask: Mask | None = None) -> bool:
         """Offer a record for scoring; True if it was queued. Never blocks, never raises.
 
         ``sample_rate``: a caller's own rate (a handler's), applied with the Monitor's by the same
         deterministic rule, so the record is kept at the smaller of the two. ``mask``: a caller's own
-        mask (a handler's), applied in the worker before the Monitor's."""
+        mask (a handler's), applied in the worker before the Monitor's. A PendingRecord (an
+        integration's capture) is built by the worker, and only if it is kept."""
         try:
             with self._lock:
                 self._stats.submitted += 1
@@ -299,12 +300,12 @@ class Monitor:
                 break
         return batch
 
-    def _take_in(self, batch: list[tuple[Record, Mask | None]]) -> list[Record]:
+    def _take_in(self, batch: list[tuple[Record | PendingRecord, Mask | None]]) -> list[Record]:
         """The batch's records, masked. A record the mask fails on goes no further: what is delivered
         for it is its id and every metric's error Score (no text, no trace ids to attach it to)."""
         taken = []
         for record, call_mask in batch:
-            item = take_in(record, chain_masks(call_mask, self.mask))
+            item = take_in(realize(record), chain_masks(call_mask, self.mask))
             if isinstance(item, InvalidInput):  # the same error Scores the batch engines give it
                 log.warning("groundtrace: record %s not scored: %s", record.id, item.message)
                 self._deliver(placeholder_record(item), [metric.score(item) for metric in self.metrics], None)
@@ -312,7 +313,7 @@ class Monitor:
                 taken.append(item)
         return taken
 
-    def _score_batch(self, scorer: ScoringProcess | None, items: list[tuple[Record, Mask | None]]) -> None:
+    def _score_batch(self, scorer: ScoringProcess | None, items: list[tuple[Record | PendingRecord, Mask | None]]) -> None:
         started = time.perf_counter()
         batch = self._take_in(items)
         if not batch:

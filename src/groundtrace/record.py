@@ -7,7 +7,8 @@ that needs a missing field returns an error Score naming it, so one bad input ne
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -142,6 +143,45 @@ def coerce_record(value: Any) -> Record:
         return Record.model_validate(dict(value))
     except ValidationError as error:
         raise InvalidRecord(describe_validation_error(error)) from None
+
+
+_NOT_EXCLUDED: Mapping[str, Any] = MappingProxyType({})
+_EXCLUDED: Mapping[str, Any] = MappingProxyType({"groundtrace_exclude": True})
+
+
+class PendingRecord:
+    """A Record captured on the application's thread and built later, off it.
+
+    An integration hands the Monitor this instead of a Record: what ``Monitor.submit`` decides on
+    (the ids its sampling hashes, the exclusion flag) is here at once; ``build()`` makes the Record
+    (reading which passages reached the answer, validating every text), and the Monitor's worker
+    calls it through :func:`realize` only for a record it keeps. A record sampled out, excluded or
+    dropped is never built. ``build`` must read only what no longer changes once the request has
+    ended (the integration copies or reads the rest on the application's thread)."""
+
+    __slots__ = ("id", "run_id", "trace_id", "metadata", "_build")
+
+    def __init__(self, build: Callable[[], Record], *, id: str | None = None, run_id: str | None = None,
+                 trace_id: str | None = None, excluded: bool = False) -> None:
+        self.id, self.run_id, self.trace_id = id, run_id, trace_id
+        # read by Monitor.excludes, like a Record's: the run's own flag
+        self.metadata = _EXCLUDED if excluded else _NOT_EXCLUDED
+        self._build = build
+
+    def build(self) -> Record:
+        return self._build()
+
+
+def realize(record: Record | PendingRecord) -> Record | InvalidInput:
+    """The Record to score: a Record as it is, a PendingRecord built now. A build that fails (a
+    failure of groundtrace's own, logged and counted by the integration) becomes an InvalidInput,
+    which every engine turns into error Scores: counted as failed, never lost."""
+    if not isinstance(record, PendingRecord):
+        return record
+    try:
+        return record.build()
+    except Exception as error:
+        return InvalidInput(id=record.id, message=f"groundtrace failed to build the record ({type(error).__name__})")
 
 
 def salvage_id(value: Any) -> str | None:

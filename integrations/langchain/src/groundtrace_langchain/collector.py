@@ -84,6 +84,7 @@ class RootRun:
     # run -> (the tool run it is inside, whether it is inside a retriever), for runs inside either
     within: dict[int, tuple[int | None, bool]] = field(default_factory=dict)
     members: list[int] = field(default_factory=list)  # run_id.int of every tracked descendant
+    closed: bool = False  # ended or evicted: its runs are being forgotten
 
 
 class Collector:
@@ -120,12 +121,26 @@ class Collector:
         return root, root.within.get(parent, (None, False))
 
     def adopt(self, scope: int, run_id: UUID, parent_run_id: UUID) -> RootRun | None:
-        """Track a run under its parent's root; None if the parent is not tracked here."""
-        with self._lock:
-            root, inside = self._adopted(scope, run_id.int, parent_run_id.int)
-            if root is not None and inside != (None, False):
-                root.within[run_id.int] = inside
-            return root
+        """Track a run under its parent's root; None if the parent is not tracked here.
+
+        This runs for every chain step, so it takes no lock: each dict and list operation is
+        atomic, and a root that ended meanwhile (its ``closed`` set before its runs are forgotten)
+        is seen after the run was added, which then removes itself."""
+        owners = self._owners
+        parent = parent_run_id.int
+        root = owners.get((scope, parent))
+        if root is None:
+            return None
+        key = (scope, run_id.int)
+        owners[key] = root
+        root.members.append(key[1])
+        if root.within:  # only runs inside a tool or a retriever are noted there
+            inside = root.within.get(parent)
+            if inside is not None:
+                root.within[key[1]] = inside
+        if root.closed:
+            owners.pop(key, None)
+        return root
 
     def adopt_retriever(self, scope: int, run_id: UUID, parent_run_id: UUID, query: str,
                         name: str | None = None) -> RootRun | None:
@@ -177,6 +192,7 @@ class Collector:
     def _forget(self, key: Key) -> RootRun:
         scope = key[0]
         root = self._roots.pop(key)
+        root.closed = True  # before its runs go: a run adopted meanwhile sees it (adopt takes no lock)
         self._owners.pop(key, None)
         for member in root.members:
             self._owners.pop((scope, member), None)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+from functools import partial
 from collections.abc import Iterable, Sequence
 from typing import Any
 from uuid import UUID
@@ -19,6 +20,7 @@ from groundtrace.capture import end_request_span, prepare_shared_capture, shared
 from groundtrace.config import Settings
 from groundtrace.monitor import Monitor, check_sample_rate
 from groundtrace.privacy import Mask
+from groundtrace.record import PendingRecord, Record
 from groundtrace.redaction import get_logger
 from groundtrace.trace_context import current_links, otel_ids
 from groundtrace.turn import ToolFilter
@@ -29,7 +31,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 
 from groundtrace_langchain.collector import COLLECTOR, RootRun
-from groundtrace_langchain.records import NothingToScore, build_record
+from groundtrace_langchain.records import NothingToScore, TurnEnd, read_end
 
 log = get_logger("groundtrace.langchain")
 TRACER_NAME = "groundtrace.langchain"
@@ -72,6 +74,9 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
     # not ignore_agent: LangChain files tool events under it.
     ignore_retry = True
     ignore_custom_event = True
+    # and the events we use, as plain class attributes: LangChain reads one per event per handler,
+    # and the base class's properties are a Python call each
+    ignore_llm = ignore_chain = ignore_agent = ignore_retriever = ignore_chat_model = False
 
     def __init__(
         self,
@@ -240,22 +245,28 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
     # ---------------------------------------------------------------------------------- roots
     def _start_root(self, run_id: UUID, inputs: Any, tags: list[str] | None, metadata: dict[str, Any] | None,
                     name: str | None) -> None:
-        metadata = metadata or {}
-        excluded = Monitor.excludes(metadata)  # an excluded run starts no span and reads no links
+        excluded = bool(metadata) and Monitor.excludes(metadata)  # an excluded run starts no span, reads no links
         ids, span = (None, None) if excluded else _request_ids(run_id, name)
         root = RootRun(
-            run_id=run_id, name=name, inputs=inputs, tags=list(tags or ()), metadata=dict(metadata),
-            excluded=excluded, otel_ids=ids, request_span=span, links={} if excluded else current_links(),
+            run_id=run_id, name=name, inputs=inputs, tags=list(tags) if tags else [],
+            metadata=dict(metadata) if metadata else {}, excluded=excluded, otel_ids=ids, request_span=span,
+            links={} if excluded else current_links(),
         )
         for evicted in COLLECTOR.add_root(self._scope, root):
             end_request_span(evicted.request_span)
 
     # ------------------------------------------------------------------------------ submitting
     def _submit(self, root: RootRun, outputs: Any, end_inputs: Any) -> None:
-        """Score a root that ended (it is no longer tracked): every way out is counted once."""
+        """Score a root that ended (it is no longer tracked): every way out is counted once.
+
+        Here, on the application's thread, only what cannot wait is read (read_end); the Record
+        itself is built by the Monitor's worker, and only if the Monitor keeps it."""
         try:
             end_request_span(root.request_span)
-            record = build_record(root, outputs, end_inputs, self.answer_key, self.tools)
+            ended = read_end(root, outputs, end_inputs, self.answer_key, self.tools)
+            record = ended if isinstance(ended, Record) else PendingRecord(
+                partial(_finish, ended), id=(run_id := str(root.run_id)), run_id=run_id,
+                trace_id=root.otel_ids[0] if root.otel_ids is not None else None, excluded=root.excluded)
             # the Monitor samples and counts exclusions; an excluded Record carries the run's flag
             self.monitor.submit(record, sample_rate=self._sample_rate, mask=self._mask)
         except NothingToScore as nothing:
@@ -268,14 +279,27 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
         COLLECTOR.counts.recorded(root.excluded)
 
 
+def _finish(ended: TurnEnd) -> Record:
+    """The Record of a root that ended, built in the Monitor's worker: a failure is groundtrace's
+    own (logged and counted here; the Monitor counts the record as failed, with error Scores)."""
+    try:
+        return ended.finish()
+    except Exception:
+        _report_failure("building the record")
+        raise
+
+
 def _request_ids(run_id: UUID, run_name: str | None) -> tuple[tuple[str, str] | None, Any]:
     """(trace id, span id) for a root run starting now, and the span the adapter started, if any.
 
     The current span (the application's, or OpenInference's) is used when there is one; else, with
     an SDK installed, a new ``groundtrace.request`` span, ended when the root ends."""
-    ids = otel_ids()
+    trace = sys.modules.get("opentelemetry.trace")  # OpenTelemetry is not imported here unless the app has
+    if trace is None:
+        return None, None
+    ids = otel_ids(trace.get_current_span())
     if ids is not None:
         return ids, None
-    span = start_request_span(TRACER_NAME, {"openinference.span.kind": "CHAIN", "groundtrace.run_id": str(run_id),
-                                            "groundtrace.run_name": run_name or ""})
+    span = start_request_span(TRACER_NAME, lambda: {"openinference.span.kind": "CHAIN", "groundtrace.run_id": str(run_id),
+                                                    "groundtrace.run_name": run_name or ""})
     return (otel_ids(span), span) if span is not None else (None, None)
