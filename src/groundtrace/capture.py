@@ -185,11 +185,16 @@ def prepare_shared_capture() -> None:
 
 
 # ---------------------------------------------------------------------------------- request spans
+_UNKNOWN = object()
 _tracers: dict[str, tuple[Any, Any]] = {}  # tracer name -> (provider, tracer): get_tracer is not free
 
 
 def _sdk_tracer(trace: Any, tracer_name: str) -> Any:
     """The global tracer, if a real TracerProvider is installed (not the API's proxy or no-op one)."""
+    if getattr(trace, "_TRACER_PROVIDER", _UNKNOWN) is None:
+        # no provider set: get_tracer_provider() would only look in os.environ (on every request of
+        # an app that has the API loaded, as langsmith does, but no provider) for one to load
+        return None
     provider = trace.get_tracer_provider()
     if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
         return None

@@ -7,7 +7,7 @@ that needs a missing field returns an error Score naming it, so one bad input ne
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -145,31 +145,31 @@ def coerce_record(value: Any) -> Record:
         raise InvalidRecord(describe_validation_error(error)) from None
 
 
-_NOT_EXCLUDED: Mapping[str, Any] = MappingProxyType({})
-_EXCLUDED: Mapping[str, Any] = MappingProxyType({"groundtrace_exclude": True})
+# a PendingRecord's metadata, read-only: all the Monitor reads of it before the Record is built
+NOT_EXCLUDED: Mapping[str, Any] = MappingProxyType({})
+EXCLUDED: Mapping[str, Any] = MappingProxyType({"groundtrace_exclude": True})
 
 
 class PendingRecord:
     """A Record captured on the application's thread and built later, off it.
 
-    An integration hands the Monitor this instead of a Record: what ``Monitor.submit`` decides on
-    (the ids its sampling hashes, the exclusion flag) is here at once; ``build()`` makes the Record
-    (reading which passages reached the answer, validating every text), and the Monitor's worker
-    calls it through :func:`realize` only for a record it keeps. A record sampled out, excluded or
-    dropped is never built. ``build`` must read only what no longer changes once the request has
-    ended (the integration copies or reads the rest on the application's thread)."""
+    An integration hands the Monitor a subclass of this instead of a Record: what ``Monitor.submit``
+    decides on (the ids its sampling hashes, the exclusion flag) is here at once; :meth:`build` makes
+    the Record (choosing the contexts, validating every text), and the Monitor's worker calls it,
+    through :func:`realize`, only for a record it keeps: one sampled out, excluded or dropped is never
+    built. ``build`` may read only what no longer changes once the request has ended (the
+    integration reads or copies the rest on the application's thread)."""
 
-    __slots__ = ("id", "run_id", "trace_id", "metadata", "_build")
+    __slots__ = ("id", "run_id", "trace_id", "metadata")
 
-    def __init__(self, build: Callable[[], Record], *, id: str | None = None, run_id: str | None = None,
-                 trace_id: str | None = None, excluded: bool = False) -> None:
+    def __init__(self, *, id: str | None = None, run_id: str | None = None, trace_id: str | None = None,
+                 excluded: bool = False) -> None:
         self.id, self.run_id, self.trace_id = id, run_id, trace_id
-        # read by Monitor.excludes, like a Record's: the run's own flag
-        self.metadata = _EXCLUDED if excluded else _NOT_EXCLUDED
-        self._build = build
+        # read by Monitor.excludes, as a Record's metadata is: the run's own flag
+        self.metadata = EXCLUDED if excluded else NOT_EXCLUDED
 
     def build(self) -> Record:
-        return self._build()
+        raise NotImplementedError
 
 
 def realize(record: Record | PendingRecord) -> Record | InvalidInput:

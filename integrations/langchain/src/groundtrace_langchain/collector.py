@@ -12,12 +12,14 @@ nothing is rendered to text before the root ends (records.py).
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from groundtrace.redaction import get_logger
 from groundtrace.turn import ModelCall, Turn
 from groundtrace.turn_stats import CaptureCounter, CaptureStats
 from langchain_core.documents import Document
@@ -211,3 +213,18 @@ class Collector:
 
 
 COLLECTOR = Collector()
+log = get_logger("groundtrace.langchain")
+_reported: set[tuple[str, str]] = set()
+
+
+def report_failure(event: str) -> None:
+    """A callback of ours (or a Record's build in the Monitor's worker) failed: LangChain and the
+    application never see it. Count it, log it loudly once per kind, then quietly."""
+    COLLECTOR.counts.callback_error()
+    error = sys.exc_info()[1]
+    kind = (event, type(error).__name__)
+    if kind in _reported:
+        log.debug("groundtrace: %s failed: %r", event, error)
+    else:
+        _reported.add(kind)
+        log.warning("groundtrace: %s failed (scoring of this run is skipped)", event, exc_info=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import sys
-from functools import partial
 from collections.abc import Iterable, Sequence
 from typing import Any
 from uuid import UUID
@@ -20,8 +19,6 @@ from groundtrace.capture import end_request_span, prepare_shared_capture, shared
 from groundtrace.config import Settings
 from groundtrace.monitor import Monitor, check_sample_rate
 from groundtrace.privacy import Mask
-from groundtrace.record import PendingRecord, Record
-from groundtrace.redaction import get_logger
 from groundtrace.trace_context import current_links, otel_ids
 from groundtrace.turn import ToolFilter
 from groundtrace.turn_stats import CaptureStats
@@ -30,25 +27,11 @@ from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 
-from groundtrace_langchain.collector import COLLECTOR, RootRun
-from groundtrace_langchain.records import NothingToScore, TurnEnd, read_end
+from groundtrace_langchain.collector import COLLECTOR, RootRun, log, report_failure
+from groundtrace_langchain.records import NothingToScore, read_end
 
-log = get_logger("groundtrace.langchain")
 TRACER_NAME = "groundtrace.langchain"
 _scopes = itertools.count(1)
-_reported: set[tuple[str, str]] = set()
-
-
-def _report_failure(event: str) -> None:
-    """LangChain must never see our failure: count it, log it loudly once per kind, then quietly."""
-    COLLECTOR.counts.callback_error()
-    error = sys.exc_info()[1]
-    kind = (event, type(error).__name__)
-    if kind in _reported:
-        log.debug("groundtrace: %s failed: %r", event, error)
-    else:
-        _reported.add(kind)
-        log.warning("groundtrace: %s failed (scoring of this run is skipped)", event, exc_info=True)
 
 
 class GroundtraceCallbackHandler(BaseCallbackHandler):
@@ -130,7 +113,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
         if self.owns_monitor and self._monitor is not None:
             self._monitor.close()
 
-    # Every callback body runs under `try: ... except Exception: _report_failure(...)`, written out
+    # Every callback body runs under `try: ... except Exception: report_failure(...)`, written out
     # rather than as a decorator: a wrapper would re-pack LangChain's keyword arguments on every event.
 
     # ---------------------------------------------------------------------------------- chains
@@ -140,7 +123,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             if parent_run_id is None or COLLECTOR.adopt(self._scope, run_id, parent_run_id) is None:
                 self._start_root(run_id, inputs, tags, metadata, kwargs.get("name"))
         except Exception:
-            _report_failure("on_chain_start")
+            report_failure("on_chain_start")
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
         try:
@@ -148,7 +131,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             if root is not None:
                 self._submit(root, outputs, kwargs.get("inputs"))
         except Exception:
-            _report_failure("on_chain_end")
+            report_failure("on_chain_end")
 
     def on_chain_error(self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None,
                        **kwargs: Any) -> None:
@@ -160,7 +143,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
                 log.debug("groundtrace: root run %s (%s) raised %s: nothing is scored", run_id, root.name,
                           type(error).__name__)
         except Exception:
-            _report_failure("on_chain_error")
+            report_failure("on_chain_error")
 
     # ------------------------------------------------------------------------------ retrievers
     def on_retriever_start(self, serialized: Any, query: str, *, run_id: UUID, parent_run_id: UUID | None = None,
@@ -170,7 +153,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
                 name = kwargs.get("name") or (serialized or {}).get("name")
                 COLLECTOR.adopt_retriever(self._scope, run_id, parent_run_id, query, name)
         except Exception:
-            _report_failure("on_retriever_start")
+            report_failure("on_retriever_start")
 
     def on_retriever_end(self, documents: Sequence[Document], *, run_id: UUID, parent_run_id: UUID | None = None,
                          **kwargs: Any) -> None:
@@ -180,7 +163,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             if retrieval is not None:
                 retrieval.documents = documents
         except Exception:
-            _report_failure("on_retriever_end")
+            report_failure("on_retriever_end")
 
     # -------------------------------------------------------------------------------- models
     # A model call's input and output are stored as LangChain gave them; records.py renders only
@@ -199,7 +182,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             if root is not None:
                 root.pending[run_id.int] = root.turn.start_call(model_input)
         except Exception:
-            _report_failure(event)
+            report_failure(event)
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, parent_run_id: UUID | None = None,
                    **kwargs: Any) -> None:
@@ -209,7 +192,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             if call is not None:
                 call.output = response
         except Exception:
-            _report_failure("on_llm_end")
+            report_failure("on_llm_end")
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None,
                      **kwargs: Any) -> None:
@@ -218,7 +201,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             if root is not None:
                 root.pending.pop(run_id.int, None)
         except Exception:
-            _report_failure("on_llm_error")
+            report_failure("on_llm_error")
 
     # --------------------------------------------------------------------------------- tools
     def on_tool_start(self, serialized: Any, input_str: str, *, run_id: UUID, parent_run_id: UUID | None = None,
@@ -231,7 +214,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
                 COLLECTOR.adopt_tool(self._scope, run_id, parent_run_id, name,
                                      input_str if arguments is None else arguments, kwargs.get("tool_call_id"))
         except Exception:
-            _report_failure("on_tool_start")
+            report_failure("on_tool_start")
 
     def on_tool_end(self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
         try:
@@ -240,7 +223,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             if tool is not None:
                 tool.output = output
         except Exception:
-            _report_failure("on_tool_end")
+            report_failure("on_tool_end")
 
     # ---------------------------------------------------------------------------------- roots
     def _start_root(self, run_id: UUID, inputs: Any, tags: list[str] | None, metadata: dict[str, Any] | None,
@@ -262,11 +245,9 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
         Here, on the application's thread, only what cannot wait is read (read_end); the Record
         itself is built by the Monitor's worker, and only if the Monitor keeps it."""
         try:
-            end_request_span(root.request_span)
-            ended = read_end(root, outputs, end_inputs, self.answer_key, self.tools)
-            record = ended if isinstance(ended, Record) else PendingRecord(
-                partial(_finish, ended), id=(run_id := str(root.run_id)), run_id=run_id,
-                trace_id=root.otel_ids[0] if root.otel_ids is not None else None, excluded=root.excluded)
+            if root.request_span is not None:
+                end_request_span(root.request_span)
+            record = read_end(root, outputs, end_inputs, self.answer_key, self.tools)
             # the Monitor samples and counts exclusions; an excluded Record carries the run's flag
             self.monitor.submit(record, sample_rate=self._sample_rate, mask=self._mask)
         except NothingToScore as nothing:
@@ -277,16 +258,6 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             COLLECTOR.counts.unreadable()  # and _report_failure counts the callback error
             raise
         COLLECTOR.counts.recorded(root.excluded)
-
-
-def _finish(ended: TurnEnd) -> Record:
-    """The Record of a root that ended, built in the Monitor's worker: a failure is groundtrace's
-    own (logged and counted here; the Monitor counts the record as failed, with error Scores)."""
-    try:
-        return ended.finish()
-    except Exception:
-        _report_failure("building the record")
-        raise
 
 
 def _request_ids(run_id: UUID, run_name: str | None) -> tuple[tuple[str, str] | None, Any]:

@@ -9,17 +9,16 @@ work) later, in the Monitor's worker, and only for a Record the Monitor keeps.""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
-from groundtrace.record import Record
+from groundtrace.record import EXCLUDED, NOT_EXCLUDED, PendingRecord, Record
 from groundtrace.trace_context import current_links
 from groundtrace.turn import DOCUMENT, TOOL, ModelCall, Passage, Selection, ToolFilter, normalize, select_contexts
 from langchain_core.documents import Document
 from langchain_core.messages import ToolMessage
 
-from groundtrace_langchain.collector import Retrieval, RootRun, ToolRun
+from groundtrace_langchain.collector import Retrieval, RootRun, ToolRun, report_failure
 from groundtrace_langchain.extract import (
     answer_from_output,
     call_input_text,
@@ -66,7 +65,10 @@ def _root_metadata(root: RootRun) -> dict[str, Any]:
 def _links(root: RootRun) -> dict[str, str]:
     # Ids seen at the start win: they were read inside the request; the end may add ids that other
     # tools created lazily during the run. Nothing is attached to an excluded run's traces.
-    return {} if root.excluded else {**current_links(), **root.links}
+    if root.excluded:
+        return {}
+    found = current_links()
+    return {**found, **root.links} if root.links else found
 
 
 def _ids(root: RootRun) -> tuple[str | None, str | None]:
@@ -236,27 +238,39 @@ def read_end(root: RootRun, outputs: Any, end_inputs: Any, answer_key: str | Non
 def _is_turn(root: RootRun, tools: ToolFilter) -> bool:
     """A retriever ran, or a tool that may be a context returned text: the Record will have its
     contexts chosen among them (what :meth:`TurnEnd.finish` then never refuses)."""
-    for source in root.sources:
-        if isinstance(source, Retrieval):
-            if not source.nested:
-                return True
-        elif source.ended and tools.allows(source.name):
+    sources = root.sources
+    if any(isinstance(source, Retrieval) and not source.nested for source in sources):
+        return True
+    for source in sources:  # only then render tool outputs
+        if isinstance(source, ToolRun) and source.ended and tools.allows(source.name):
             text = tool_output_text(source.output)
             if text and text.strip():
                 return True
     return False
 
 
-@dataclass(eq=False, slots=True)
-class TurnEnd:
-    """A root that ended, read as far as the application's thread needs to (:func:`read_end`)."""
+class TurnEnd(PendingRecord):
+    """A root that ended, read as far as the application's thread needs to (:func:`read_end`): the
+    Record to be, handed to the Monitor, whose worker builds it (:meth:`build`) if it keeps it."""
 
-    root: RootRun
-    question: str | None
-    answer: str
-    call: ModelCall | None  # the answer's model call, when the answer was taken from it
-    links: dict[str, str]
-    tools: ToolFilter
+    __slots__ = ("root", "question", "answer", "call", "links", "tools")
+
+    def __init__(self, root: RootRun, question: str | None, answer: str, call: ModelCall | None,
+                 links: dict[str, str], tools: ToolFilter) -> None:
+        # PendingRecord's fields, set here rather than through its __init__ (this runs on every request)
+        self.id = self.run_id = str(root.run_id)
+        self.trace_id = root.otel_ids[0] if root.otel_ids is not None else None
+        self.metadata = EXCLUDED if root.excluded else NOT_EXCLUDED
+        self.root, self.question, self.answer, self.call, self.links, self.tools = root, question, answer, call, links, tools
+
+    def build(self) -> Record:
+        """The Record, in the Monitor's worker: a failure is groundtrace's own (logged and counted
+        in stats().callback_errors; the Monitor counts the record as failed, with error Scores)."""
+        try:
+            return self.finish()
+        except Exception:
+            report_failure("building the record")
+            raise
 
     def finish(self, carried: list[Document | str] | None = None) -> Record:
         """The Record: the contexts are the passages that reached the answer's model call (or,
