@@ -89,7 +89,7 @@ class RootTracker:
         self._scope_of: dict[str, tuple[str | None, str | None]] = {}
         # a model call's span whose end event is still to come: a stream's comes after its span ended
         self._awaiting: dict[str, RootRun] = {}
-        self._kinds: dict[type, int] = {}
+        self._kinds: dict[type, int] = {type(None): _PLAIN}
         self._closed = False
         self._warned_full = False
         self._counts = CaptureCounter("LlamaIndex")  # where every root went: see stats()
@@ -123,7 +123,9 @@ class RootTracker:
         """File a new span under its root; True if it is tracked."""
         if self._closed:
             return False
-        kind = self._kind(instance)
+        kind = self._kinds.get(type(instance))  # a dict read for every class seen before
+        if kind is None:
+            kind = self._kind(instance)
         if parent_id is None:
             self._start_root(span_id, arguments, tags, instance, kind)
             return True
