@@ -93,7 +93,9 @@ class Collector:
     def __init__(self, max_roots: int = DEFAULT_MAX_ROOTS) -> None:
         self.max_roots = max_roots
         self._lock = threading.Lock()
-        self._roots: dict[Key, RootRun] = {}  # insertion order = start order, for eviction
+        # insertion order = start order, for eviction. Public for one use: a handler tells a root's end
+        # from the many other chain ends by one membership test, without the lock or a call
+        self.roots: dict[Key, RootRun] = {}
         self._owners: dict[Key, RootRun] = {}  # every tracked run, root or descendant -> its root
         self.counts = CaptureCounter("LangChain")  # where every root went: see stats()
 
@@ -102,11 +104,11 @@ class Collector:
         key = (scope, root.run_id.int)
         evicted = []
         with self._lock:
-            self._roots[key] = root
+            self.roots[key] = root
             self._owners[key] = root
             self.counts.root()
-            while len(self._roots) > self.max_roots:
-                oldest_key = next(iter(self._roots))
+            while len(self.roots) > self.max_roots:
+                oldest_key = next(iter(self.roots))
                 evicted.append(self._forget(oldest_key))
         if evicted:
             self.counts.evicted(len(evicted), EVICTED_HINT)
@@ -186,14 +188,14 @@ class Collector:
     def pop_root(self, scope: int, run_id: UUID) -> RootRun | None:
         """Stop tracking a root and all its runs; None if ``run_id`` is not a root of this scope."""
         key = (scope, run_id.int)
-        if key not in self._roots:  # most ends are not roots' ends: answer those without the lock
+        if key not in self.roots:  # most ends are not roots' ends: answer those without the lock
             return None
         with self._lock:
-            return self._forget(key) if key in self._roots else None
+            return self._forget(key) if key in self.roots else None
 
     def _forget(self, key: Key) -> RootRun:
         scope = key[0]
-        root = self._roots.pop(key)
+        root = self.roots.pop(key)
         root.closed = True  # before its runs go: a run adopted meanwhile sees it (adopt takes no lock)
         self._owners.pop(key, None)
         for member in root.members:
@@ -203,7 +205,7 @@ class Collector:
     def stats(self) -> CaptureStats:
         """Where every root went (groundtrace.turn_stats.CaptureStats)."""
         with self._lock:
-            in_flight = len(self._roots)
+            in_flight = len(self.roots)
         return self.counts.snapshot(in_flight)
 
     def tracked_runs(self) -> int:

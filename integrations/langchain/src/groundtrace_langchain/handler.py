@@ -127,9 +127,10 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
         try:
-            root = COLLECTOR.pop_root(self._scope, run_id)
-            if root is not None:
-                self._submit(root, outputs, kwargs.get("inputs"))
+            if (self._scope, run_id.int) in COLLECTOR.roots:  # most chain ends are not a root's
+                root = COLLECTOR.pop_root(self._scope, run_id)
+                if root is not None:
+                    self._submit(root, outputs, kwargs.get("inputs"))
         except Exception:
             report_failure("on_chain_end")
 
