@@ -27,6 +27,7 @@ from groundtrace_llamaindex.extract import (
 )
 
 log = get_logger("groundtrace.llamaindex")
+_reported: set[str] = set()  # kinds of failure to build a Record, said once each
 
 # How much an event's answer is trusted when the root's own result carries none: the outermost
 # query's end is the final answer; a synthesis or a bare LLM call may be an intermediate step.
@@ -267,8 +268,13 @@ class TurnEnd(PendingRecord):
             if chosen is None:  # certain() said there would be a passage
                 raise ValueError("no passage after all")
             return self.record(chosen)
-        except Exception:
-            log.warning("groundtrace: building the record of %s failed", self.run.name, exc_info=True)
+        except Exception as error:
+            kind = type(error).__name__
+            if kind in _reported:  # loudly once per kind of failure, then quietly
+                log.debug("groundtrace: building the record of %s failed: %r", self.run.name, error)
+            else:
+                _reported.add(kind)
+                log.warning("groundtrace: building the record of %s failed", self.run.name, exc_info=True)
             if self.on_failure is not None:
                 self.on_failure()
             raise
