@@ -12,7 +12,6 @@ from __future__ import annotations
 import atexit
 import hashlib
 import os
-import queue
 import threading
 import time
 import weakref
@@ -203,7 +202,11 @@ class Monitor(Workers):
         self.metric_timeout_s = metric_timeout_s
         self.linger_s = linger_s
         self.batch_size = max(1, batch_size)
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=queue_size)
+        # the waiting records: a deque bounded by the count taken under the lock, and an event that
+        # wakes a worker (cheaper than queue.Queue, whose every put and get takes a Condition)
+        self._pending: deque[Any] = deque()
+        self._queue_size = queue_size
+        self._wake = threading.Event()
         self._lock = threading.Lock()
         self._stats = MonitorStats()
         self._latencies: deque[float] = deque(maxlen=2048)
@@ -275,19 +278,14 @@ class Monitor(Workers):
                 counted = True
                 if bucket is None and self.budget is not None and not self.budget.admits(self._in_flight):
                     bucket = "over_budget"
-                if self._closed or bucket is not None:
-                    counter = "dropped" if self._closed or bucket is None else bucket
-                    setattr(self._stats, counter, getattr(self._stats, counter) + 1)
+                if self._closed or bucket is None and len(self._pending) >= self._queue_size:
+                    bucket = "dropped"
+                if bucket is not None:
+                    setattr(self._stats, bucket, getattr(self._stats, bucket) + 1)
                     return False
                 self._in_flight += 1
-            try:
-                self._queue.put_nowait((record, mask))
-            except queue.Full:
-                with self._lock:
-                    self._in_flight -= 1
-                    self._stats.dropped += 1
-                    self._idle.notify_all()
-                return False
+                self._pending.append((record, mask))
+            self._wake.set()
             return True
         except Exception:  # the application must never see our failure
             log.exception("groundtrace: submit failed")
@@ -321,11 +319,8 @@ class Monitor(Workers):
         if not self.flush(timeout):
             self._abandon = True
         self._drop_queued()
-        for _ in self._workers:
-            try:
-                self._queue.put(STOP, timeout=1.0)
-            except queue.Full:
-                pass
+        self._pending.extend(STOP for _ in self._workers)
+        self._wake.set()
         for worker in self._workers:
             worker.join(timeout=1.0)
         self._metric_pool.shutdown(wait=False, cancel_futures=True)
@@ -337,8 +332,8 @@ class Monitor(Workers):
         """Records still waiting when close() gives up are dropped, and counted as such."""
         while True:
             try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
+                item = self._pending.popleft()
+            except IndexError:
                 return
             if item is STOP:
                 continue

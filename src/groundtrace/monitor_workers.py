@@ -15,7 +15,6 @@ reports its own) and, for "thread", the metrics' threads'.
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
 from collections import deque
@@ -39,7 +38,8 @@ STOP = object()
 class Workers:
     """The worker half of :class:`groundtrace.monitor.Monitor` (whose constructor sets these)."""
 
-    _queue: queue.Queue[Any]
+    _pending: deque[Any]
+    _wake: threading.Event
     _lock: threading.Lock
     _idle: threading.Condition
     _stats: Any
@@ -91,16 +91,28 @@ class Workers:
 
         While this thread lingers it waits on nothing, so submit() wakes no one: the application
         hands its GIL to this thread once per batch rather than once per record."""
-        batch = [self._queue.get()]
+        batch = [self._take()]
         if batch[0] is STOP:
             return batch
         time.sleep(self.linger_s)
+        pending = self._pending
         while len(batch) < most:
             try:
-                batch.append(self._queue.get_nowait())
-            except queue.Empty:
+                batch.append(pending.popleft())
+            except IndexError:
                 break
         return batch
+
+    def _take(self) -> Any:
+        """The next waiting item, waiting for one (submit() appends, then sets the event)."""
+        while True:
+            try:
+                return self._pending.popleft()
+            except IndexError:
+                pass
+            self._wake.clear()
+            if not self._pending:  # an append after clear() sets the event again: no wake-up is lost
+                self._wake.wait()
 
     # ---------------------------------------------------------------------------------- taking in
     def _reference(self, mask: Mask) -> str | None:

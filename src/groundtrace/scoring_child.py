@@ -117,11 +117,12 @@ class Server:
         if last:  # the batch is out before the application hears it is done
             for problem in flush_sinks(self.sinks):
                 log.warning("groundtrace: %s", problem)
-        fields: list[Any] = [index, all(s.ok for s in scores), sink_errors,
-                             round((time.perf_counter() - started) * 1000.0, 3), time.process_time() - self.started_cpu]
+        line = b"o%d %d %d %.3f %.6f" % (index, all(s.ok for s in scores), sink_errors,
+                                         (time.perf_counter() - started) * 1000.0, time.process_time() - self.started_cpu)
         if self.returns:
-            fields += [record.model_dump(mode="json") if changed else None, [s.model_dump(mode="json") for s in scores]]
-        self.channel.send(b"o" + json.dumps(fields, ensure_ascii=False).encode() + b"\n")
+            back = [record.model_dump(mode="json") if changed else None, [s.model_dump(mode="json") for s in scores]]
+            line += b" " + json.dumps(back, ensure_ascii=False).encode()
+        self.channel.send(line + b"\n")
 
     def _score(self, kind: str, mask: str | None, masked: bool, reason: str | None,
                raw: dict[str, Any]) -> tuple[Record, list[Score], bool]:

@@ -18,8 +18,9 @@ The protocol, one message a line on binary pipes:
   ``f`` deliver it with error Scores for ``reason``, ``i`` an input the application's mask failed
   on), an empty line ending each batch. End of input: the child closes its sinks and exits.
 - child to parent: ``ready`` (or ``failed: why``); for each item ``d`` when its Scores go to the
-  sinks, then ``o`` + JSON ``[index, ok, sink_errors, ms, child_cpu_s(, record, scores)]``; ``l`` +
-  JSON ``[level, logger, message]`` for a warning of the child's, logged here.
+  sinks, then ``o`` + ``index ok sink_errors ms child_cpu_s`` (and, when the application has sinks of
+  its own, JSON ``[record or null, scores]``); ``l`` + JSON ``[level, logger, message]`` for a
+  warning of the child's, logged here.
 
 A record that overruns its time budget (``metric_timeout_s`` per metric) gets the child killed; a
 fresh one delivers it with error Scores and takes the rest of the batch. The parent reads the
@@ -321,13 +322,16 @@ class ScoringProcess(ChildProcess):
         return [Item(current.record, current.masked, current.mask, "f", reason), *rest]
 
     def _outcome(self, item: Item, payload: bytes) -> Outcome:
-        fields = json.loads(payload)
+        """``index ok sink_errors ms cpu_s[ json]``: five numbers split, not parsed as JSON; the JSON
+        (the record if the child changed it, and the Scores) only for the application's own sinks."""
+        fields = payload.split(b" ", 5)
         cpu = float(fields[4])
         spent, self._child_cpu = max(0.0, cpu - self._child_cpu), cpu
-        outcome = Outcome("scored" if fields[1] else "failed", int(fields[2]), float(fields[3]), spent)
-        if self.returns and len(fields) > 6:
-            record = item.record if fields[5] is None else Record.model_validate(fields[5])
-            outcome.deliver = (record, [Score.model_validate(score) for score in fields[6]])
+        outcome = Outcome("scored" if fields[1] == b"1" else "failed", int(fields[2]), float(fields[3]), spent)
+        if self.returns and len(fields) > 5:
+            changed, scores = json.loads(fields[5].decode("utf-8"))
+            record = item.record if changed is None else Record.model_validate(changed)
+            outcome.deliver = (record, [Score.model_validate(score) for score in scores])
         return outcome
 
 
