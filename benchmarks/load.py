@@ -1,6 +1,6 @@
 """The application's speed under load with groundtrace attached, and what groundtrace costs it per call.
 
-    python benchmarks/load.py [--threads 8] [--calls 60] [--rounds 3] [--cpu-calls 300] [--cpu-rounds 3]
+    python benchmarks/load.py [--threads 8] [--calls 60] [--rounds 5] [--cpu-calls 300] [--cpu-rounds 3]
                               [--variants none,callbacks,...] [--app lcel_rag] [--cpu-budget 0.25]
 
 1. Under load: ``--threads`` threads each call the application ``--calls`` times; its model step
@@ -19,7 +19,8 @@
    of ``--cpu-rounds``): the application alone, with the callbacks, and with every record scored
    by ``lexical`` (the block ends when the Monitor has settled every record). The difference between
    the last two is the app-side cost of a scored record: time.process_time() counts every thread
-   of this process (the Monitor's worker included) and none of the scoring process's.
+   of this process (the Monitor's worker included) and none of the scoring process's; the worker
+   thread's own share is read from /proc (Linux).
 
 An application shape is a function ``shape(wait_s) -> App`` in APPS (an LCEL RAG chain today; a
 LangGraph agent can be added the same way). Every number comes from one run on one machine:
@@ -242,22 +243,41 @@ def load_section(app_shape: str, chosen: list[Variant], threads: int, calls: int
 
 
 # ------------------------------------------------------------------------------------ 2. CPU per call
-def cpu_block(app: App, monitor: Monitor | None, calls: int) -> tuple[float, dict[str, Any] | None]:
-    """CPU ms per call of this process over ``calls`` calls, waiting for every record to settle."""
+def worker_cpu_s() -> float | None:
+    """CPU seconds of the Monitors' worker threads so far (Linux /proc; None elsewhere)."""
+    total = 0.0
+    try:
+        for thread in threading.enumerate():
+            if thread.name.startswith("groundtrace-worker") and thread.native_id is not None:
+                with open(f"/proc/self/task/{thread.native_id}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+    return total
+
+
+def cpu_block(app: App, monitor: Monitor | None, calls: int) -> tuple[float, float | None, dict[str, Any] | None]:
+    """CPU ms per call of this process over ``calls`` calls, waiting for every record to settle; of
+    that, the Monitors' worker threads' (ms per call); the Monitor's counters."""
     callbacks = [GroundtraceCallbackHandler(monitor=monitor)] if monitor else []
     before = monitor.stats.as_dict() if monitor else None
     gc.collect()
+    workers_before = worker_cpu_s()
     started = time.process_time()
     for i in range(calls):
         app.invoke(app.questions[i % len(app.questions)], callbacks)
     if monitor is not None:
         monitor.flush(300)
     cpu = (time.process_time() - started) * 1000.0 / calls
+    workers_after = worker_cpu_s()
+    workers = None if workers_before is None or workers_after is None else \
+        (workers_after - workers_before) * 1000.0 / calls
     counts = None
     if monitor is not None and before is not None:
         after = monitor.stats.as_dict()
         counts = {name: after.get(name, 0) - before.get(name, 0) for name in COUNTERS}
-    return cpu, counts
+    return cpu, workers, counts
 
 
 def cpu_section(app_shape: str, calls: int, rounds: int) -> None:
@@ -274,14 +294,17 @@ def cpu_section(app_shape: str, calls: int, rounds: int) -> None:
     for _ in range(20):
         app.invoke(app.questions[0], [])
     cpu: dict[str, list[float]] = {name: [] for name in monitors}
+    workers: dict[str, list[float]] = {name: [] for name in monitors}
     unsettled = 0
     order = list(monitors)
     shuffle = random.Random(7).shuffle
     for _ in range(rounds):
         shuffle(order)
         for name in order:
-            per_call, counts = cpu_block(app, monitors[name], calls)
+            per_call, worker, counts = cpu_block(app, monitors[name], calls)
             cpu[name].append(per_call)
+            if worker is not None:
+                workers[name].append(worker)
             if counts is not None and name.startswith("+ scored"):
                 unsettled += calls - counts["scored"]
     for monitor in monitors.values():
@@ -290,12 +313,14 @@ def cpu_section(app_shape: str, calls: int, rounds: int) -> None:
     median = {name: statistics.median(values) for name, values in cpu.items()}
     alone, callbacks = median["langchain alone"], median["+ callbacks (sampled out)"]
     print(f"\nCPU per call of this process, one thread, no wait ({calls} calls per block, median of {rounds} blocks):")
-    print("| | CPU ms/call | added |")
-    print("|---|---:|---:|")
-    print(f"| langchain alone | {alone:.3f} | — |")
-    print(f"| + callbacks (every record sampled out) | {callbacks:.3f} | {callbacks - alone:+.3f} vs alone |")
+    print("| | CPU ms/call | added | of which the Monitor's worker thread |")
+    print("|---|---:|---:|---:|")
+    print(f"| langchain alone | {alone:.3f} | — | — |")
+    print(f"| + callbacks (every record sampled out) | {callbacks:.3f} | {callbacks - alone:+.3f} vs alone | — |")
     for name in ("+ scored, lexical/process", "+ scored, lexical/thread"):
-        print(f"| {name} | {median[name]:.3f} | {median[name] - callbacks:+.3f} vs callbacks (per scored record) |")
+        worker = f"{statistics.median(workers[name]):.3f}" if workers[name] else "—"
+        print(f"| {name} | {median[name]:.3f} | {median[name] - callbacks:+.3f} vs callbacks (per scored record) "
+              f"| {worker} |")
     if unsettled:
         print(f"  warning: {unsettled} records of the scored blocks were not scored (see the Monitor's counters)")
 
@@ -305,7 +330,7 @@ def main() -> None:
     parser.add_argument("--app", default="lcel_rag", choices=sorted(APPS))
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--calls", type=int, default=60, help="calls per thread per variant per round")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--variants", default=None, help="comma-separated subset of: " + ", ".join(variants(None)))
     parser.add_argument("--cpu-budget", type=float, default=0.25,
                         help="the process variants once more with Monitor(cpu_budget=...) (0: not)")

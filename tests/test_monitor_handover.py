@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import time
 
 import pytest
@@ -135,7 +136,7 @@ def test_a_mask_that_cannot_travel_runs_here_before_the_record_leaves(probe):
     assert row["record"]["question"] == "Who writes to <email>?"
 
 
-def test_capture_text_off_and_a_failing_mask_are_applied_by_the_scoring_process(probe):
+def test_capture_text_off_and_a_failing_mask_are_applied_by_the_scoring_process(probe, caplog):
     out = probe / "scores.jsonl"
     with Monitor(["lexical"], [f"jsonl:{out}"], capture_text=False, flush_at_exit=False) as monitor:
         monitor.submit(rec(1))
@@ -151,6 +152,27 @@ def test_capture_text_off_and_a_failing_mask_are_applied_by_the_scoring_process(
     [row] = lines(failing)
     assert {k: v for k, v in row["record"].items() if v not in (None, {}, [])} == {"id": "2"}
     assert row["scores"][0]["error"].startswith("invalid record: the mask raised ValueError")
+    # the scoring process's warning is logged here, and quotes no text
+    assert "record 2 not scored" in caplog.text and "(in the scoring process)" in caplog.text
+    assert "anna" not in caplog.text and "roubles" not in caplog.text
+
+
+def test_a_scoring_process_that_cannot_start_fails_its_records_here_and_sends_no_text(tmp_path, monkeypatch):
+    from groundtrace.scoring_process import ScoringProcess
+
+    monkeypatch.setattr(ScoringProcess, "_command", lambda self: [sys.executable, "-c", "print('no protocol')"])
+    out, mine = tmp_path / "scores.jsonl", PlainSink()
+    with Monitor(["lexical"], [mine, f"jsonl:{out}"], mask="tests.privacy_masks:hide_emails",
+                 flush_at_exit=False) as monitor:
+        for i in range(3):
+            monitor.submit(rec(i))
+        assert monitor.flush(60)
+        stats = monitor.stats
+    assert (stats.submitted, stats.failed, stats.scored) == (3, 3, 0)
+    for record, [score] in mine.got:  # the mask was to run there: no text of the record stays in the rows
+        assert record.question is None and record.trace_id is not None
+        assert score.error.startswith("the scoring process failed: the scoring process did not start: no protocol")
+    assert len(lines(out)) == 3  # the named sink is fed from here when no scoring process takes the records
 
 
 def test_ten_thousand_submits_from_eight_threads_all_settle_and_reach_the_file(tmp_path):
