@@ -11,7 +11,8 @@
    before its clock starts, and is closed (and its scoring stopped) before the next variant runs.
    With ``--cpu-budget`` (default 0.25 of a core) the process variants run once more under that
    budget. Printed: the app's p50 and p99 per call (the median over rounds) and their difference
-   from no handler, the app process's CPU per call (all its threads, not the scoring process), the
+   from no handler (the median over rounds of the ratio to no handler in the same round: the
+   machine's load drifts between rounds), the app process's CPU per call (all its threads, not the scoring process), the
    CPU groundtrace reports for its workers and scoring processes (stats.cpu_s, in cores), and the
    Monitor's counters when the last call returned, summed over rounds ("queued": still waiting or
    in a worker's hands then; what is still queued is dropped when the variant is stopped).
@@ -225,8 +226,13 @@ def load_section(app_shape: str, chosen: list[Variant], threads: int, calls: int
         for variant in order:
             run_load(app, variant, threads, calls, results[variant.name])
     base = results.get("none")
-    base_p50 = statistics.median(base.p50) if base else None
-    base_p99 = statistics.median(base.p99) if base else None
+
+    def versus(mine: list[float], theirs: list[float] | None) -> str:
+        """The median over rounds of this round's ratio to no handler's in the same round (paired:
+        the machine's load drifts between rounds, less within one)."""
+        if not theirs or mine is theirs:
+            return "—"
+        return f"{100 * (statistics.median(a / b for a, b in zip(mine, theirs, strict=True)) - 1):+.1f}%"
     print(f"\n{app_shape}, {threads} threads x {calls} calls, {rounds} rounds (medians over rounds):")
     print(f"| {'attached':<24} | app p50 ms | vs none | app p99 ms | vs none | app CPU ms/call | scoring cores | "
           + " | ".join(COUNTERS) + " |")
@@ -234,8 +240,7 @@ def load_section(app_shape: str, chosen: list[Variant], threads: int, calls: int
     for variant in chosen:
         r = results[variant.name]
         p50, p99, cpu = statistics.median(r.p50), statistics.median(r.p99), statistics.median(r.cpu_per_call)
-        vs50 = f"{100 * (p50 / base_p50 - 1):+.1f}%" if base_p50 and variant.name != "none" else "—"
-        vs99 = f"{100 * (p99 / base_p99 - 1):+.1f}%" if base_p99 and variant.name != "none" else "—"
+        vs50, vs99 = versus(r.p50, base.p50 if base else None), versus(r.p99, base.p99 if base else None)
         counts = " | ".join(f"{r.counts[name]:,}" if variant.monitor else "—" for name in COUNTERS)
         cores = f"{statistics.median(r.scoring_cores):.2f}" if r.scoring_cores else "—"
         print(f"| {variant.name:<24} | {p50:10.1f} | {vs50:>7} | {p99:10.1f} | {vs99:>7} | {cpu:15.2f} | {cores:>13} | "
