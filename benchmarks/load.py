@@ -1,7 +1,7 @@
 """The application's speed under load with groundtrace attached, and what groundtrace costs it per call.
 
     python benchmarks/load.py [--threads 8] [--calls 60] [--rounds 5] [--cpu-calls 300] [--cpu-rounds 3]
-                              [--variants none,callbacks,...] [--app lcel_rag] [--cpu-budget 0.25]
+                              [--variants none,callbacks,...] [--app lcel_rag] [--cpu-budget 0.1,0.25]
 
 1. Under load: ``--threads`` threads each call the application ``--calls`` times; its model step
    waits 10 ms, like a fast hosted model. Each round runs every variant once, in a random order:
@@ -9,8 +9,8 @@
    handler with Monitor(["lexical"]) in isolation "thread" and "process" (the default); the same
    with "grounding". Each variant gets a fresh Monitor whose scoring process is started and warm
    before its clock starts, and is closed (and its scoring stopped) before the next variant runs.
-   With ``--cpu-budget`` (default 0.25 of a core) the process variants run once more under that
-   budget. Printed: the app's p50 and p99 per call (the median over rounds) and their difference
+   With ``--cpu-budget`` (default 0.25 of a core; several, comma-separated) the process variants run
+   once more under each budget. Printed: the app's p50 and p99 per call (the median over rounds) and their difference
    from no handler (the median over rounds of the ratio to no handler in the same round: the
    machine's load drifts between rounds), the app process's CPU per call (all its threads, not the scoring process), the
    CPU groundtrace reports for its workers and scoring processes (stats.cpu_s, in cores), and the
@@ -132,13 +132,13 @@ def monitor_factory(metric: str | None, isolation: str, budget: float | None, **
     return build
 
 
-def variants(budget: float | None) -> dict[str, Variant]:
-    """Every variant; with a budget, the process variants once more under Monitor(cpu_budget=budget)."""
+def variants(budgets: list[float]) -> dict[str, Variant]:
+    """Every variant; the process variants once more under each Monitor(cpu_budget=...)."""
     found = [Variant("none"), Variant("callbacks", monitor_factory(None, "thread", None))]
     for metric in ("lexical", "grounding"):
         for isolation in ("thread", "process"):
             found.append(Variant(f"{metric}/{isolation}", monitor_factory(metric, isolation, None)))
-        if budget:
+        for budget in budgets:
             found.append(Variant(f"{metric}/process@{budget:g}", monitor_factory(metric, "process", budget)))
     return {v.name: v for v in found}
 
@@ -336,13 +336,14 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--calls", type=int, default=60, help="calls per thread per variant per round")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--variants", default=None, help="comma-separated subset of: " + ", ".join(variants(None)))
-    parser.add_argument("--cpu-budget", type=float, default=0.25,
-                        help="the process variants once more with Monitor(cpu_budget=...) (0: not)")
+    parser.add_argument("--variants", default=None, help="comma-separated subset of: " + ", ".join(variants([0.25])))
+    parser.add_argument("--cpu-budget", default="0.25",
+                        help="comma-separated shares of a core: the process variants once more with each "
+                             "Monitor(cpu_budget=...) (0: none)")
     parser.add_argument("--cpu-calls", type=int, default=300, help="calls per block of the CPU section (0: skip it)")
     parser.add_argument("--cpu-rounds", type=int, default=3)
     args = parser.parse_args()
-    known = variants(args.cpu_budget)
+    known = variants([float(b) for b in args.cpu_budget.split(",") if float(b) > 0])
     names = args.variants.split(",") if args.variants else list(known)
     unknown = [name for name in names if name not in known]
     if unknown:

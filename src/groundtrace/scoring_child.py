@@ -81,6 +81,11 @@ class Server:
         self.returns = bool(config.get("returns", False))
         self.channel = channel
         self._call_masks: dict[str, Mask] = {}
+        for metric in self.metrics:  # models load now, as part of the start
+            try:
+                metric.warm_up()
+            except Exception as error:  # its records will say why, in their error Scores
+                log.warning("groundtrace: metric %s did not warm up: %s", metric.name, error)
         #: the CPU reported is what scoring used since the process was ready, not its start (imports, models)
         self.started_cpu = time.process_time()
 
