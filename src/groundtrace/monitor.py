@@ -25,7 +25,7 @@ from groundtrace.config import Settings
 from groundtrace.cpu_budget import CpuBudget
 from groundtrace.engine import build_metrics
 from groundtrace.metrics import Metric
-from groundtrace.monitor_workers import STOP, Workers
+from groundtrace.monitor_workers import STOP, BoundedQueue, Workers
 from groundtrace.privacy import Mask, load_mask, mask_reference
 from groundtrace.record import Record
 from groundtrace.redaction import get_logger
@@ -202,10 +202,9 @@ class Monitor(Workers):
         self.metric_timeout_s = metric_timeout_s
         self.linger_s = linger_s
         self.batch_size = max(1, batch_size)
-        # the waiting records: a deque bounded by the count taken under the lock, and an event that
-        # wakes a worker (cheaper than queue.Queue, whose every put and get takes a Condition)
-        self._pending: deque[Any] = deque()
-        self._queue_size = queue_size
+        # the waiting records: a deque bounded under the lock, and an event that wakes a worker
+        # (cheaper than queue.Queue, whose every put and get takes a Condition)
+        self._queue = BoundedQueue(queue_size)
         self._wake = threading.Event()
         self._lock = threading.Lock()
         self._stats = MonitorStats()
@@ -278,13 +277,13 @@ class Monitor(Workers):
                 counted = True
                 if bucket is None and self.budget is not None and not self.budget.admits(self._in_flight):
                     bucket = "over_budget"
-                if self._closed or bucket is None and len(self._pending) >= self._queue_size:
+                if self._closed or bucket is None and len(self._queue) >= self._queue.maxsize:
                     bucket = "dropped"
                 if bucket is not None:
                     setattr(self._stats, bucket, getattr(self._stats, bucket) + 1)
                     return False
                 self._in_flight += 1
-                self._pending.append((record, mask))
+                self._queue.append((record, mask))
             self._wake.set()
             return True
         except Exception:  # the application must never see our failure
@@ -319,7 +318,7 @@ class Monitor(Workers):
         if not self.flush(timeout):
             self._abandon = True
         self._drop_queued()
-        self._pending.extend(STOP for _ in self._workers)
+        self._queue.extend(STOP for _ in self._workers)
         self._wake.set()
         for worker in self._workers:
             worker.join(timeout=1.0)
@@ -332,7 +331,7 @@ class Monitor(Workers):
         """Records still waiting when close() gives up are dropped, and counted as such."""
         while True:
             try:
-                item = self._pending.popleft()
+                item = self._queue.popleft()
             except IndexError:
                 return
             if item is STOP:

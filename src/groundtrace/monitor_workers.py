@@ -35,10 +35,19 @@ log = get_logger("groundtrace.monitor")
 STOP = object()
 
 
+class BoundedQueue(deque[Any]):
+    """The records waiting for a worker: a deque that knows its bound (``queue_size``), which
+    submit() checks under the Monitor's lock."""
+
+    def __init__(self, maxsize: int) -> None:
+        super().__init__()
+        self.maxsize = maxsize
+
+
 class Workers:
     """The worker half of :class:`groundtrace.monitor.Monitor` (whose constructor sets these)."""
 
-    _pending: deque[Any]
+    _queue: BoundedQueue
     _wake: threading.Event
     _lock: threading.Lock
     _idle: threading.Condition
@@ -95,7 +104,7 @@ class Workers:
         if batch[0] is STOP:
             return batch
         time.sleep(self.linger_s)
-        pending = self._pending
+        pending = self._queue
         while len(batch) < most:
             try:
                 batch.append(pending.popleft())
@@ -107,11 +116,11 @@ class Workers:
         """The next waiting item, waiting for one (submit() appends, then sets the event)."""
         while True:
             try:
-                return self._pending.popleft()
+                return self._queue.popleft()
             except IndexError:
                 pass
             self._wake.clear()
-            if not self._pending:  # an append after clear() sets the event again: no wake-up is lost
+            if not self._queue:  # an append after clear() sets the event again: no wake-up is lost
                 self._wake.wait()
 
     # ---------------------------------------------------------------------------------- taking in
