@@ -28,6 +28,7 @@ from groundtrace.privacy import Mask, chain_masks, mask_reference, take_in, text
 from groundtrace.record import InvalidInput, Record, placeholder_record
 from groundtrace.redaction import get_logger
 from groundtrace.score import Score
+from groundtrace.scoring_child import warm_up_all
 from groundtrace.scoring_process import Item, Outcome, ScoringProcess
 from groundtrace.sinks import emit_all
 
@@ -75,6 +76,8 @@ class Workers:
                 scorer.warm_up()
             except Exception as error:
                 log.warning("groundtrace: the scoring process did not start (%s); retrying with the next batch", error)
+        else:  # load the metrics' models here, in this worker, before the first record's time budget starts
+            warm_up_all(self.metrics)
         while True:
             self._pay_debt()
             batch = self._next_batch(self.budget.batch_limit(self.batch_size) if self.budget else self.batch_size)

@@ -81,11 +81,7 @@ class Server:
         self.returns = bool(config.get("returns", False))
         self.channel = channel
         self._call_masks: dict[str, Mask] = {}
-        for metric in self.metrics:  # models load now, as part of the start
-            try:
-                metric.warm_up()
-            except Exception as error:  # its records will say why, in their error Scores
-                log.warning("groundtrace: metric %s did not warm up: %s", metric.name, error)
+        warm_up_all(self.metrics)  # models load now, as part of the start
         #: the CPU reported is what scoring used since the process was ready, not its start (imports, models)
         self.started_cpu = time.process_time()
 
@@ -157,6 +153,20 @@ class Server:
                 log.warning("groundtrace: %s: its records are not scored", error)
                 self._call_masks[reference] = _unloadable(reference)
         return self._call_masks[reference]
+
+
+def warm_up_all(metrics: list[Any]) -> None:
+    """Each metric's ``warm_up()`` (Metric.warm_up, where the metrics have it: a model loads before the
+    first record, outside its time and CPU budget); a failure is logged, and the records get it as
+    their error Scores."""
+    for metric in metrics:
+        warm_up = getattr(metric, "warm_up", None)
+        if not callable(warm_up):
+            continue
+        try:
+            warm_up()
+        except Exception as error:
+            log.warning("groundtrace: metric %s did not warm up: %s", metric.name, error)
 
 
 def _unloadable(reference: str) -> Mask:

@@ -155,11 +155,6 @@ class Metric:
                 )
         return None
 
-    def warm_up(self) -> None:
-        """Load what the metric would load on its first record (a model), without scoring anything: a
-        scoring process calls it before it says it is ready, so the load counts as its start, not as
-        the first record's time and CPU. Nothing by default; never a network call."""
-
     @classmethod
     def error(cls, message: str, record_id: str | None = None, started: float | None = None) -> Score:
         """An error Score; a classmethod, so a driver that never loads the metric (the Ray engine's,

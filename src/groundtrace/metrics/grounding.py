@@ -59,9 +59,6 @@ class GroundingMetric(Metric):
         super().__init__(**options)
         self.model = model or shared_crossencoder(threads)
 
-    def warm_up(self) -> None:
-        self.model.tokenizer  # noqa: B018 - the property loads the tokenizer and the onnxruntime session
-
     def compute(self, record: Record, language: str) -> Result:
         answer = needed(record.answer)
         contexts = [c for c in needed(record.contexts) if c.strip()]
