@@ -191,21 +191,26 @@ def test_submit_never_raises_even_on_junk_and_after_close():
     assert stats.submitted == 2 and stats.dropped == 2
 
 
-def test_ten_thousand_submissions_over_eight_threads_all_settle():
-    sink = Collect()
-    monitor = Monitor(["lexical"], [sink], queue_size=20_000, workers=2, flush_at_exit=False)
+def submit_from_eight_threads(monitor, make, each=1250):
+    """8 threads, started together, each submitting ``each`` records ``make(i)`` (i unique across threads)."""
     barrier = threading.Barrier(8)
 
     def produce(offset):
         barrier.wait()
-        for i in range(1250):
-            monitor.submit(record(offset + i, trace_id=f"{offset + i:032x}"))
+        for i in range(each):
+            monitor.submit(make(offset + i))
 
-    threads = [threading.Thread(target=produce, args=(k * 1250,)) for k in range(8)]
+    threads = [threading.Thread(target=produce, args=(k * each,)) for k in range(8)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
+
+
+def test_ten_thousand_submissions_over_eight_threads_all_settle():
+    sink = Collect()
+    monitor = Monitor(["lexical"], [sink], queue_size=20_000, workers=2, flush_at_exit=False)
+    submit_from_eight_threads(monitor, lambda i: record(i, trace_id=f"{i:032x}"))
     assert monitor.flush(120)
     monitor.close()
     stats = monitor.stats

@@ -11,6 +11,8 @@ Everything else receives a :class:`Settings` (or plain arguments) and reads no e
                                  phoenix, langfuse, or module:Class of your own
     GROUNDTRACE_QUEUE_SIZE       records waiting for a worker before new ones are dropped (default 1000)
     GROUNDTRACE_WORKERS          background scoring threads (default 1)
+    GROUNDTRACE_CPU_BUDGET       the CPU groundtrace may take, as a share of one core (0.25: a quarter core);
+                                 past it records are counted over_budget and not scored (default: no bound)
     GROUNDTRACE_METRIC_TIMEOUT_S seconds one metric may take on one record (default 30)
     GROUNDTRACE_OPTIONS          metric options as JSON, e.g. {"facts": {"mode": "seed"}}
     GROUNDTRACE_ISOLATION        auto (default), process, thread or ray: where the metrics run (see Monitor)
@@ -39,7 +41,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +117,19 @@ def default_metrics(settings: Settings | JudgeSettings | Mapping[str, str] | Non
     return ("grounding", "faithfulness") if judge.configured else ("grounding",)
 
 
+def _cpu_budget(env: Mapping[str, str]) -> float | None:
+    raw = _text(env, "GROUNDTRACE_CPU_BUDGET")
+    if raw is None:
+        return None
+    try:
+        share = float(raw)
+    except ValueError:
+        share = float("nan")
+    if not 0 < share < float("inf"):  # 0 is no budget but no scoring at all: that is GROUNDTRACE_SAMPLE_RATE=0
+        raise ValueError(f"GROUNDTRACE_CPU_BUDGET={raw!r} is not a share of one core above 0 (e.g. 0.25)")
+    return share
+
+
 def _otlp_traces_endpoint(env: Mapping[str, str]) -> str | None:
     """The OTLP/HTTP traces URL the OpenTelemetry variables name, as the SDK's exporter reads them."""
     traces = _text(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
@@ -140,6 +155,8 @@ class Settings:
     queue_size: int = 1000
     workers: int = 1
     metric_timeout_s: float = 30.0
+    #: a share of one core (GROUNDTRACE_CPU_BUDGET); None: no bound
+    cpu_budget: float | None = None
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     isolation: str = "auto"
     ray_address: str | None = None
@@ -156,6 +173,19 @@ class Settings:
 
     def __post_init__(self) -> None:
         register_secrets(*self.secrets)
+
+    def to_json(self) -> str:
+        """These settings as JSON, for a scoring process of groundtrace's own (over its pipe, never its
+        command line: the secrets are in here)."""
+        return json.dumps(asdict(self), default=str)
+
+    @classmethod
+    def from_json(cls, text: str) -> Settings:
+        """The settings :meth:`to_json` wrote."""
+        values = json.loads(text)
+        judge = values.pop("judge")
+        return cls(**{**values, "secrets": tuple(values["secrets"]),
+                      "judge": JudgeSettings(**{**judge, "cache_dir": Path(judge["cache_dir"])})})
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -190,6 +220,7 @@ class Settings:
             queue_size=number("GROUNDTRACE_QUEUE_SIZE", defaults.queue_size, int),
             workers=number("GROUNDTRACE_WORKERS", defaults.workers, int),
             metric_timeout_s=number("GROUNDTRACE_METRIC_TIMEOUT_S", defaults.metric_timeout_s, float),
+            cpu_budget=_cpu_budget(env),
             options=parsed_options,
             isolation=_text(env, "GROUNDTRACE_ISOLATION") or defaults.isolation,
             ray_address=_text(env, "GROUNDTRACE_RAY_ADDRESS"),

@@ -1,8 +1,9 @@
 """Monitor: score records in the background of a live application, and never get in its way.
 
-``submit`` is O(1), never blocks and never raises: sampling decides, then a bounded queue takes the
-record or counts a drop. Worker threads run the metrics (each under a timeout) and hand the Scores
-to every sink. Every submitted record ends in exactly one bucket: sampled out, excluded, dropped,
+``submit`` is O(1), never blocks and never raises: sampling and the CPU budget decide, then a bounded
+queue takes the record or counts a drop. Workers hand the records on in batches (to a scoring
+process by default, which scores them and delivers their Scores; see groundtrace.monitor_workers).
+Every submitted record ends in exactly one bucket: sampled out, excluded, over budget, dropped,
 scored or failed, and the counters add up.
 """
 
@@ -11,32 +12,30 @@ from __future__ import annotations
 import atexit
 import hashlib
 import os
-import queue
 import threading
 import time
 import weakref
 from collections import deque
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from groundtrace.config import Settings
+from groundtrace.cpu_budget import CpuBudget
 from groundtrace.engine import build_metrics
-from groundtrace.scoring_process import ScoringProcess
 from groundtrace.metrics import Metric
-from groundtrace.privacy import Mask, chain_masks, load_mask, take_in
-from groundtrace.record import InvalidInput, PendingRecord, Record, placeholder_record, realize
+from groundtrace.monitor_workers import STOP, BoundedQueue, Workers
+from groundtrace.privacy import Mask, load_mask, mask_reference
+from groundtrace.record import PendingRecord, Record
 from groundtrace.redaction import get_logger
-from groundtrace.score import Score
-from groundtrace.sinks import close_sinks, emit_all, flush_sinks
+from groundtrace.scoring_process import ScoringSetup
+from groundtrace.sinks import close_sinks, flush_sinks, out_of_process, sink_list
 
 log = get_logger("groundtrace.monitor")
 
 # Metadata keys that keep a record out of scoring (set per call, e.g. in a chain's run metadata).
 EXCLUDE_KEYS = ("groundtrace_exclude", "groundtrace.exclude")
-_STOP = object()
 
 
 ISOLATIONS = ("auto", "process", "thread", "ray")
@@ -53,16 +52,6 @@ def _isolation(requested: str, metrics: Any, ray_address: str | None = None) -> 
     if requested == "auto":
         return "process" if names_only and os.name == "posix" else "thread"
     return requested
-
-
-def _scorer(isolation: str, specs: list[tuple[str, Any]], ray_address: str | None) -> ScoringProcess | None:
-    if isolation == "process":
-        return ScoringProcess(specs)
-    if isolation == "ray":
-        from groundtrace.ray.live import RayScorer
-
-        return RayScorer(specs, ray_address)
-    return None
 
 
 def check_sample_rate(rate: float) -> None:
@@ -85,23 +74,28 @@ class MonitorStats:
     submitted: int = 0
     sampled_out: int = 0
     excluded: int = 0
+    #: not taken because groundtrace had used its CPU budget (Monitor(cpu_budget=...))
+    over_budget: int = 0
     dropped: int = 0
     scored: int = 0
     failed: int = 0
     sink_errors: int = 0
     queued: int = 0
+    #: CPU seconds groundtrace's workers used: their threads in this process (metrics' too, for
+    #: isolation "thread") and their scoring processes (for "ray", the threads here only)
+    cpu_s: float = 0.0
     latency_ms_p50: float | None = None
     latency_ms_p95: float | None = None
 
     @property
     def settled(self) -> int:
-        return self.sampled_out + self.excluded + self.dropped + self.scored + self.failed
+        return self.sampled_out + self.excluded + self.over_budget + self.dropped + self.scored + self.failed
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-class Monitor:
+class Monitor(Workers):
     """Background scoring for live traffic.
 
     ``metrics``: names or instances (default: grounding). ``sinks``: objects with
@@ -119,26 +113,38 @@ class Monitor:
     ``sample_rate`` (an integration's own, applied together with the Monitor's), and
     :meth:`excludes` is the one rule for the ``groundtrace_exclude`` flag.
 
-    ``isolation``: "process" scores in one child process per worker, so the metrics' CPU never
-    competes with the application for its GIL (a hung metric's process is killed and restarted);
-    "thread" scores in this process (a hung metric's thread is abandoned, since Python cannot kill
-    a thread). "auto" (default) takes "process" when every metric is given by name on a POSIX
-    system, "thread" otherwise (metric instances cannot be rebuilt in another process). "ray" hands
-    each batch to a Ray actor on the cluster at ``ray_address`` ("auto", "HOST:PORT",
+    ``isolation``: "process" hands the records to one child process per worker (at the lowest CPU
+    priority), which validates, masks, scores and delivers them to the sinks named in the
+    configuration that can run there (jsonl, langsmith, phoenix, langfuse); the application's
+    process serialises each record once and reads one short line back, and parses Scores only for
+    sinks that must run here (otel, mlflow, sink objects). A hung metric's process is killed and
+    restarted. "thread" scores in this process (a hung metric's thread is abandoned, since Python
+    cannot kill a thread). "auto" (default) takes "process" when every metric is given by name on a
+    POSIX system, "thread" otherwise (metric instances cannot be rebuilt in another process). "ray"
+    hands each batch to a Ray actor on the cluster at ``ray_address`` ("auto", "HOST:PORT",
     "ray://HOST:PORT"; None: ``settings.ray_address``, i.e. GROUNDTRACE_RAY_ADDRESS, else a local
     cluster), one actor per worker, through a child process that is the Ray driver (so the
-    application never joins the cluster); the sinks still run here. When the cluster is unreachable
-    or stops, the batch's records get error Scores and count as failed; the application sees
-    nothing. Settings with a ray address make "auto" mean "ray" (needs the ``ray`` extra).
+    application never joins the cluster); the mask and the sinks still run here. When the cluster is
+    unreachable or stops, the batch's records get error Scores and count as failed; the application
+    sees nothing. Settings with a ray address make "auto" mean "ray" (needs the ``ray`` extra).
 
     ``mask``: a function ``str -> str`` (or ``module:function``) applied to each record's question,
-    contexts, answer and reference in the worker, before any metric or sink sees them; a record the
-    mask fails on is not scored: the sinks get its id (nothing else of it) and every metric's error
-    Score, and it counts as failed. ``capture_text=False``: the sinks get no text (values, verdicts
-    and span offsets only). Both are values: the given ``settings``' when not passed, else no mask and
-    text captured; the Monitor never reads the environment for them. :meth:`from_settings` takes them
-    from the configuration (GROUNDTRACE_MASK, GROUNDTRACE_CAPTURE_TEXT), and so do the shared Monitor,
-    ``instrument()``, groundtrace-run, a LangChain handler that builds its Monitor and the command line.
+    contexts, answer and reference before any metric or sink sees them: in the scoring process when
+    it can be loaded there by name (a ``module:function`` string, or a module-level function of an
+    importable module), else in this process's worker (a lambda, a closure, a function of
+    ``__main__``), before the record leaves it. A record the mask fails on is not scored: the sinks
+    get its id (nothing else of it) and every metric's error Score, and it counts as failed.
+    ``capture_text=False``: the sinks get no text (values, verdicts and span offsets only). Both are
+    values: the given ``settings``' when not passed, else no mask and text captured; the Monitor never
+    reads the environment for them. :meth:`from_settings` takes them from the configuration
+    (GROUNDTRACE_MASK, GROUNDTRACE_CAPTURE_TEXT), and so do the shared Monitor, ``instrument()``,
+    groundtrace-run, a LangChain handler that builds its Monitor and the command line.
+
+    ``cpu_budget``: the CPU groundtrace may take, as a share of one core (0.25: a quarter core),
+    counting its threads in this process and its scoring processes (see groundtrace.cpu_budget);
+    past it new records are not taken (counted ``over_budget``: dropped, in a counter of their own,
+    since it is load and not the trace that decides) and no new batch starts until the debt is paid;
+    nor are records taken while those waiting would cost more than the budget pays in a second. None (default): ``settings.cpu_budget`` (GROUNDTRACE_CPU_BUDGET), else no bound.
     """
 
     @classmethod
@@ -150,7 +156,7 @@ class Monitor:
             metrics=settings.metrics, sinks=settings.sinks, sample_rate=settings.sample_rate,
             queue_size=settings.queue_size, workers=settings.workers, metric_timeout_s=settings.metric_timeout_s,
             options=settings.options, isolation=settings.isolation, mask=settings.mask,
-            capture_text=settings.capture_text)
+            capture_text=settings.capture_text, cpu_budget=settings.cpu_budget)
         return cls(settings=settings, **{**arguments, **overrides})
 
     def __init__(
@@ -171,35 +177,55 @@ class Monitor:
         ray_address: str | None = None,
         mask: Mask | str | None = None,
         capture_text: bool | None = None,
+        cpu_budget: float | None = None,
     ) -> None:
         from groundtrace.sinks import build_sinks, register_trace_links
 
         check_sample_rate(sample_rate)
-        if settings is not None:  # the privacy switches of the settings the Monitor was given
+        if settings is not None:  # the privacy switches and the budget of the settings the Monitor was given
             mask = settings.mask if mask is None else mask
             capture_text = settings.capture_text if capture_text is None else capture_text
+            cpu_budget = settings.cpu_budget if cpu_budget is None else cpu_budget
+        self.budget = None if cpu_budget is None else CpuBudget(cpu_budget)
         self.mask = load_mask(mask)
         self.capture_text = True if capture_text is None else capture_text
         self.metrics = build_metrics(metrics, options, settings)
-        self.sinks = build_sinks(sinks, settings)
+        names = sink_list(sinks)
+        # sinks given by name are configured by the settings, read once, here and for the scoring process alike
+        sink_settings = settings or (Settings.from_env() if any(isinstance(n, str) for n in names) else None)
+        self.sinks = build_sinks(names, sink_settings)
         register_trace_links(self.sinks)
         ray_address = ray_address or (settings.ray_address if settings is not None else None)
         self.isolation = _isolation(isolation, metrics, ray_address)
-        specs = [(m.name, (options or {}).get(m.name, {})) for m in self.metrics]
+        specs = [(m.name, dict((options or {}).get(m.name, {}))) for m in self.metrics]
         self.sample_rate = sample_rate
         self.metric_timeout_s = metric_timeout_s
         self.linger_s = linger_s
         self.batch_size = max(1, batch_size)
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=queue_size)
+        # the waiting records: a deque bounded under the lock, and an event that wakes a worker
+        # (cheaper than queue.Queue, whose every put and get takes a Condition)
+        self._queue = BoundedQueue(queue_size)
+        self._wake = threading.Event()
         self._lock = threading.Lock()
         self._stats = MonitorStats()
         self._latencies: deque[float] = deque(maxlen=2048)
         self._in_flight = 0
         self._idle = threading.Condition(self._lock)
         self._closed = False
+        self._abandon = False
+        self._references: dict[int, tuple[Any, str | None]] = {}
+        # the sinks the scoring process builds and feeds itself; the rest (otel, mlflow, objects) run here
+        moved = [out_of_process(name, sink) for name, sink in zip(names, self.sinks, strict=True)] \
+            if self.isolation == "process" else [False] * len(self.sinks)
+        self._own_sinks = [sink for sink, away in zip(self.sinks, moved, strict=True) if not away]
+        own_mask = mask_reference(mask) if isinstance(mask, str) else mask_reference(self.mask)
+        self._masks_travel = self.isolation == "process" and (self.mask is None or own_mask is not None)
+        setup = ScoringSetup(specs, [name for name, away in zip(names, moved, strict=True) if away],
+                             sink_settings.to_json() if any(moved) and sink_settings is not None else None,
+                             own_mask if self._masks_travel else None, self.capture_text, bool(self._own_sinks))
         slots = max(1, workers) * max(1, len(self.metrics)) * 2
         self._metric_pool = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="groundtrace-metric")
-        self._scorers = [_scorer(self.isolation, specs, ray_address) for _ in range(max(1, workers))]
+        self._scorers = [self._scorer(setup, ray_address) for _ in range(max(1, workers))]
         self._workers = [
             threading.Thread(target=self._work, args=(scorer,), name=f"groundtrace-worker-{i}", daemon=True)
             for i, scorer in enumerate(self._scorers)
@@ -208,6 +234,15 @@ class Monitor:
             worker.start()
         if flush_at_exit:
             _register_exit_flush(self)
+
+    def _scorer(self, setup: ScoringSetup, ray_address: str | None) -> Any:
+        if self.isolation == "process":
+            return setup.build()
+        if self.isolation == "ray":
+            from groundtrace.ray.live import RayScorer
+
+            return RayScorer(setup.specs, ray_address)
+        return None
 
     # ------------------------------------------------------------------------------ the hot path
     @staticmethod
@@ -222,149 +257,44 @@ class Monitor:
         an adapter that writes text of its own onto a trace asks first."""
         return self.capture_text and self.mask is None
 
-    def submit(self, record: Record | PendingRecord, *, sample_rate: float | None = None, mask: Mask | None = None) -> bool:
+    def submit(self, record: Record | PendingRecord, *, sample_rate: float | None = None,
+               mask: Mask | None = None) -> bool:
         """Offer a record for scoring; True if it was queued. Never blocks, never raises.
 
         ``sample_rate``: a caller's own rate (a handler's), applied with the Monitor's by the same
         deterministic rule, so the record is kept at the smaller of the two. ``mask``: a caller's own
-        mask (a handler's), applied in the worker before the Monitor's. A PendingRecord (an
-        integration's capture) is built by the worker, and only if it is kept."""
+        mask (a handler's), applied before the Monitor's, in the worker or the scoring process. A
+        PendingRecord (an integration's capture of a request) is built by the worker, and only if it
+        is kept (record.realize)."""
+        counted = False
         try:
+            bucket = None
+            if self.excludes(record.metadata):
+                bucket = "excluded"
+            else:
+                rate = self.sample_rate if sample_rate is None else min(self.sample_rate, sample_rate)
+                if rate < 1.0 and not sampled(record.trace_id or record.run_id or record.id or str(id(record)), rate):
+                    bucket = "sampled_out"
             with self._lock:
                 self._stats.submitted += 1
-                if self._closed:
-                    self._stats.dropped += 1
+                counted = True
+                if bucket is None and self.budget is not None and not self.budget.admits(self._in_flight):
+                    bucket = "over_budget"
+                if self._closed or bucket is None and len(self._queue) >= self._queue.maxsize:
+                    bucket = "dropped"
+                if bucket is not None:
+                    setattr(self._stats, bucket, getattr(self._stats, bucket) + 1)
                     return False
-            if self.excludes(record.metadata):
-                self._count("excluded")
-                return False
-            rate = self.sample_rate if sample_rate is None else min(self.sample_rate, sample_rate)
-            key = record.trace_id or record.run_id or record.id or str(id(record))
-            if not sampled(key, rate):
-                self._count("sampled_out")
-                return False
-            with self._lock:
                 self._in_flight += 1
-            try:
-                self._queue.put_nowait((record, mask))
-            except queue.Full:
-                with self._lock:
-                    self._in_flight -= 1
-                    self._stats.dropped += 1
-                    self._idle.notify_all()
-                return False
+                self._queue.append((record, mask))
+            self._wake.set()
             return True
         except Exception:  # the application must never see our failure
             log.exception("groundtrace: submit failed")
-            self._count("dropped")
-            return False
-
-    def _count(self, bucket: str) -> None:
-        with self._lock:
-            setattr(self._stats, bucket, getattr(self._stats, bucket) + 1)
-
-    # --------------------------------------------------------------------------------- workers
-    def _work(self, scorer: ScoringProcess | None) -> None:
-        if scorer is not None:
-            try:  # start the child now rather than on the first record
-                scorer.warm_up()
-            except Exception as error:
-                log.warning("groundtrace: the scoring process did not start (%s); retrying per record", error)
-        else:  # load the metrics' models here, in this worker, before the first record's time budget starts
-            for metric in self.metrics:
-                metric.warm_up()
-        while True:
-            batch = self._next_batch()
-            stop = _STOP in batch
-            batch = [item for item in batch if item is not _STOP]
-            if batch:
-                self._score_batch(scorer, batch)
-            if stop:
-                if scorer is not None:
-                    scorer.close()
-                return
-
-    def _next_batch(self) -> list[Any]:
-        """Wait for a record, linger a moment, then take what has queued up meanwhile.
-
-        While this thread lingers it waits on nothing, so submit() wakes no one: the application
-        hands its GIL to this thread once per batch rather than once per record."""
-        batch = [self._queue.get()]
-        if batch[0] is _STOP:
-            return batch
-        time.sleep(self.linger_s)
-        while len(batch) < self.batch_size:
-            try:
-                batch.append(self._queue.get_nowait())
-            except queue.Empty:
-                break
-        return batch
-
-    def _take_in(self, batch: list[tuple[Record | PendingRecord, Mask | None]]) -> list[Record]:
-        """The batch's records, masked. A record the mask fails on goes no further: what is delivered
-        for it is its id and every metric's error Score (no text, no trace ids to attach it to)."""
-        taken = []
-        for record, call_mask in batch:
-            item = take_in(realize(record), chain_masks(call_mask, self.mask))
-            if isinstance(item, InvalidInput):  # the same error Scores the batch engines give it
-                log.warning("groundtrace: record %s not scored: %s", record.id, item.message)
-                self._deliver(placeholder_record(item), [metric.score(item) for metric in self.metrics], None)
-            else:
-                taken.append(item)
-        return taken
-
-    def _score_batch(self, scorer: ScoringProcess | None, items: list[tuple[Record | PendingRecord, Mask | None]]) -> None:
-        started = time.perf_counter()
-        batch = self._take_in(items)
-        if not batch:
-            return
-        try:
-            if scorer is not None:
-                errors = [metric.error for metric in self.metrics]
-                all_scores = scorer.score_many(batch, self.metric_timeout_s, errors)
-            else:
-                all_scores = [[self._score(metric, record) for metric in self.metrics] for record in batch]
-        except Exception as error:
-            log.exception("groundtrace: scoring a batch failed")
-            all_scores = [[m.error(f"{type(error).__name__}: {error}", r.id) for m in self.metrics] for r in batch]
-        per_record_ms = (time.perf_counter() - started) * 1000.0 / len(batch)
-        for record, scores in zip(batch, all_scores, strict=False):
-            self._deliver(record, scores, per_record_ms)
-
-    def _deliver(self, record: Record, scores: list[Score], latency_ms: float | None) -> None:
-        """Hand a record's Scores to the sinks and settle it: scored, or failed when a Score is an error."""
-        failed = any(not s.ok for s in scores)
-        try:
-            self._emit(record, scores)
-        except Exception:
-            log.exception("groundtrace: delivering record %s failed", record.id)
-        with self._lock:
-            self._stats.failed += failed
-            self._stats.scored += not failed
-            if latency_ms is not None:
-                self._latencies.append(latency_ms)
-            self._in_flight -= 1
-            self._idle.notify_all()
-
-    def _score(self, metric: Metric, record: Record) -> Score:
-        try:
-            future = self._metric_pool.submit(metric.score, record)
-        except RuntimeError as error:  # the pool is shut down: closing
-            return metric.error(f"not scored: {error}", record.id)
-        try:
-            return future.result(timeout=self.metric_timeout_s)
-        except FutureTimeout:
-            future.cancel()
-            log.warning("groundtrace: metric %s timed out on record %s", metric.name, record.id)
-            return metric.error(f"timed out after {self.metric_timeout_s:g} s (metric_timeout_s)", record.id)
-        except Exception as error:  # metric.score does not raise; this is belt and braces
-            return metric.error(f"{type(error).__name__}: {error}", record.id)
-
-    def _emit(self, record: Record, scores: list[Score]) -> None:
-        failed = emit_all(self.sinks, record, scores, capture_text=self.capture_text)
-        if failed:
             with self._lock:
-                self._stats.sink_errors += failed
+                self._stats.submitted += not counted
+                self._stats.dropped += 1
+            return False
 
     # ------------------------------------------------------------------------------- lifecycle
     def flush(self, timeout: float | None = None) -> bool:
@@ -381,18 +311,18 @@ class Monitor:
         return True
 
     def close(self, timeout: float | None = 10.0) -> None:
-        """Flush, then stop the workers and the sinks. Safe to call twice."""
+        """Flush, then stop the workers and the sinks. Safe to call twice. What ``timeout`` leaves
+        unsettled is dropped (and counted): what waits in the queue, and what a scoring process still
+        holds (it is killed); a record a thread worker holds is still settled when its metric returns."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-        self.flush(timeout)
+        if not self.flush(timeout):
+            self._abandon = True
         self._drop_queued()
-        for _ in self._workers:
-            try:
-                self._queue.put(_STOP, timeout=1.0)
-            except queue.Full:
-                pass
+        self._queue.extend(STOP for _ in self._workers)
+        self._wake.set()
         for worker in self._workers:
             worker.join(timeout=1.0)
         self._metric_pool.shutdown(wait=False, cancel_futures=True)
@@ -404,10 +334,10 @@ class Monitor:
         """Records still waiting when close() gives up are dropped, and counted as such."""
         while True:
             try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
+                item = self._queue.popleft()
+            except IndexError:
                 return
-            if item is _STOP:
+            if item is STOP:
                 continue
             with self._lock:
                 self._stats.dropped += 1

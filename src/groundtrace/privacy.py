@@ -52,6 +52,22 @@ def load_mask(spec: str | Mask | None) -> Mask | None:
     return found
 
 
+def mask_reference(mask: str | Mask | None) -> str | None:
+    """The ``module:function`` under which another process loads this very mask (:func:`load_mask`),
+    or None when there is none: a lambda, a closure, a bound method, a function of ``__main__``
+    (a scoring process has another ``__main__``). A name given as a string is its own reference."""
+    if mask is None or isinstance(mask, str):
+        return mask.strip() if isinstance(mask, str) else None
+    module, name = getattr(mask, "__module__", None), getattr(mask, "__qualname__", None)
+    if not isinstance(module, str) or not isinstance(name, str) or module == "__main__" or "<" in name:
+        return None
+    reference = f"{module}:{name}"
+    try:
+        return reference if load_mask(reference) is mask else None
+    except ValueError:
+        return None
+
+
 def chain_masks(*masks: Mask | None) -> Mask | None:
     """One mask that applies each given one in turn (None when none is given)."""
     chosen = [mask for mask in dict.fromkeys(masks) if mask is not None]
@@ -145,5 +161,5 @@ def without_text(record: Record, scores: list[Score]) -> tuple[Record, list[Scor
     return text_free_record(record), [text_free_score(score) for score in scores]
 
 
-__all__ = ["Mask", "MaskError", "apply_mask", "chain_masks", "load_mask", "masked_items", "take_in",
+__all__ = ["Mask", "MaskError", "apply_mask", "chain_masks", "load_mask", "mask_reference", "masked_items", "take_in",
            "text_free_record", "text_free_score", "without_text"]

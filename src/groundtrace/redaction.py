@@ -41,6 +41,10 @@ _SHAPES = [
 ]
 # keys whose shape names them, with no label around them
 _KEYS = re.compile(r"\b(?:sk|pk|rk)-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{8,}|\blsv2_[a-z]{2}_[A-Za-z0-9_]{8,}")
+# a piece every match of a shape or key above contains, with the same case folding: a text without any
+# is left as it is after one scan, instead of five (the third shape alone costs ~40 us on a Score's
+# reason, and every Score's reason and error pass here)
+_CLUES = re.compile(r"(?i)authori|api|secret|token|passw|bearer|basic|://|[spr]k-|lsv2_")
 
 
 class Redactor:
@@ -67,6 +71,8 @@ class Redactor:
         pattern = self._pattern
         if pattern is not None:
             text = pattern.sub(REDACTED, text)
+        if _CLUES.search(text) is None:
+            return text
         for shape in _SHAPES:
             text = shape.sub(_keep_label, text)
         return _KEYS.sub(REDACTED, text)

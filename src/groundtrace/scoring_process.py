@@ -1,10 +1,31 @@
-"""Scoring in a child process, so that the metrics' CPU never holds the application's GIL.
+"""Scoring in a child process: the application hands each record over once, and the child does the rest.
 
-The child is a plain ``python -m groundtrace.scoring_process`` (not multiprocessing: a spawned
-multiprocessing child re-imports the application's main module, which re-runs an unguarded
-script). It reads one JSON request per line on stdin and writes one JSON Score per line on
-stdout (a record's Scores on one line); a record that overruns its time budget gets the process
-killed and restarted.
+The child is a plain ``python -m groundtrace.scoring_child`` (not multiprocessing: a spawned
+multiprocessing child re-imports the application's main module, which re-runs an unguarded script),
+at the lowest CPU priority the system grants (``os.nice``). What the application's process does per
+record is one JSON serialisation of it (pydantic's, in Rust) into a batch written to the child's
+pipe, and one short line read back. The child validates the record, applies the mask where it can be
+loaded by name (``module:function``; see :func:`groundtrace.privacy.mask_reference`), scores it,
+strips the text when ``capture_text`` is off, and delivers the Scores to the sinks that may run out
+of process (named ones whose class says ``out_of_process``: jsonl, langsmith, phoenix, langfuse).
+Only when the application has sinks of its own (the otel sink on its TracerProvider, a sink object
+of the user's, mlflow) does the child send the Scores back, and only then are they parsed here.
+
+The protocol, one message a line on binary pipes:
+
+- parent to child: one line of configuration (JSON: metrics, sinks, settings, mask, ...), then
+  batches: one line per item (JSON ``[kind, mask, masked, reason, record]``; kind ``s`` score it,
+  ``f`` deliver it with error Scores for ``reason``, ``i`` an input the application's mask failed
+  on), an empty line ending each batch. End of input: the child closes its sinks and exits.
+- child to parent: ``ready`` (or ``failed: why``); for each item ``d`` when its Scores go to the
+  sinks, then ``o`` + ``index ok sink_errors ms child_cpu_s`` (and, when the application has sinks of
+  its own, JSON ``[record or null, scores]``); ``l`` + JSON ``[level, logger, message]`` for a
+  warning of the child's, logged here.
+
+A record that overruns its time budget (``metric_timeout_s`` per metric) gets the child killed; a
+fresh one delivers it with error Scores and takes the rest of the batch. The parent reads the
+child's lines at most once per ``poll_s``, not once per record: its thread wakes a few dozen times a
+second under load, whatever the rate of records.
 """
 
 from __future__ import annotations
@@ -15,140 +36,324 @@ import select
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
-from typing import IO, Any
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from groundtrace.record import Record
+from groundtrace.redaction import get_logger
 from groundtrace.score import Score
 
+log = get_logger("groundtrace.scoring_process")
+
 _READY = "ready"
+#: how long the sinks of one record may take in the child (each built-in sink bounds its own calls)
+DELIVERY_TIMEOUT_S = 120.0
 
 
-def _pipe(stream: IO[str] | None) -> IO[str]:
-    """A pipe of the child, which is always started with stdin and stdout piped."""
-    if stream is None:
-        raise RuntimeError("the scoring process has no pipe")
-    return stream
+class ChildProcess:
+    """A child that answers on its stdout, started on demand, killed when it overruns; a child that
+    fails to start is not tried again for ``retry_after_s``, so a broken setup costs no time per batch."""
 
-
-class ScoringProcess:
-    """One child process that scores records with metrics given by name and options."""
-
-    def __init__(self, specs: Sequence[tuple[str, Mapping[str, Any]]], start_timeout_s: float = 60.0) -> None:
-        self.specs = [(name, dict(options)) for name, options in specs]
+    def __init__(self, start_timeout_s: float = 60.0, retry_after_s: float = 10.0) -> None:
         self.start_timeout_s = start_timeout_s
-        self._proc: subprocess.Popen[str] | None = None
+        self.retry_after_s = retry_after_s
+        self._proc: subprocess.Popen[bytes] | None = None
         self._lock = threading.Lock()
+        self._buffer = b""
+        self._failed: tuple[float, str] | None = None
 
-    # ----------------------------------------------------------------------------- lifecycle
-    def _start(self) -> subprocess.Popen[str]:
+    def _command(self) -> list[str]:
+        raise NotImplementedError
+
+    def _configuration(self) -> bytes | None:
+        """A first line for the child's stdin, before it says it is ready (never its command line,
+        where every user of the machine can read it)."""
+        return None
+
+    def _start(self) -> subprocess.Popen[bytes]:
         env = dict(os.environ)
         env["GROUNDTRACE_ENABLED"] = "0"  # the child scores; it must not instrument itself
         bootstrap = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")
         paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and os.path.abspath(p) != bootstrap]
         env["PYTHONPATH"] = os.pathsep.join(paths)
         env["PYTHONUNBUFFERED"] = "1"
-        proc = subprocess.Popen(
-            self._command(),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, text=True, encoding="utf-8", env=env,
-        )
+        proc = subprocess.Popen(self._command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, env=env)
+        self._buffer = b""
+        try:
+            configuration = self._configuration()
+            if configuration is not None:
+                _pipe(proc.stdin).write(configuration)
+                _pipe(proc.stdin).flush()
+        except OSError:
+            pass  # the child died at once: its answer below says so
         line = self._read_line(proc, self.start_timeout_s)
-        if not line or line.strip() != _READY:
+        if not line or line.strip() != _READY.encode():
             self._kill(proc)
-            raise RuntimeError(f"the scoring process did not start: {line!r}")
+            said = line.decode("utf-8", "replace").strip() if line else "no answer" if line is None else "it exited"
+            raise RuntimeError(f"the scoring process did not start: {said}")
         return proc
 
-    def _command(self) -> list[str]:
-        return [sys.executable, "-m", "groundtrace.scoring_process", json.dumps(self.specs)]
-
-    def _process(self) -> subprocess.Popen[str]:
-        if self._proc is None or self._proc.poll() is not None:
+    def _process(self) -> subprocess.Popen[bytes]:
+        if self._proc is not None and self._proc.poll() is None:
+            return self._proc
+        if self._failed is not None and time.monotonic() - self._failed[0] < self.retry_after_s:
+            raise ConnectionError(f"{self._failed[1]} (next attempt within {self.retry_after_s:g} s)")
+        try:
             self._proc = self._start()
+        except Exception as error:
+            self._failed = (time.monotonic(), str(error))
+            raise
+        self._failed = None
         return self._proc
 
     @staticmethod
-    def _kill(proc: subprocess.Popen[str]) -> None:
+    def _kill(proc: subprocess.Popen[bytes]) -> None:
         try:
             proc.kill()
             proc.wait(timeout=5)
         except Exception:
             pass
 
+    def _discard(self, proc: subprocess.Popen[bytes]) -> None:
+        self._kill(proc)
+        self._proc = None
+        self._buffer = b""
+
     def warm_up(self) -> None:
         with self._lock:
             self._process()
 
-    def close(self) -> None:
+    @property
+    def pid(self) -> int | None:
+        """The child's process id while it runs (for tests and benchmarks)."""
+        proc = self._proc
+        return proc.pid if proc is not None and proc.poll() is None else None
+
+    def close(self, timeout: float = 5.0) -> None:
         with self._lock:
             proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             try:
                 _pipe(proc.stdin).close()
-                proc.wait(timeout=5)
+                proc.wait(timeout=timeout)
             except Exception:
                 self._kill(proc)
 
-    # ------------------------------------------------------------------------------- scoring
-    @staticmethod
-    def _read_line(proc: subprocess.Popen[str], timeout: float) -> str | None:
-        """The next line; "" when the child closed its output (it died); None on timeout."""
-        output = _pipe(proc.stdout)
-        ready, _, _ = select.select([output], [], [], timeout)
+    # ------------------------------------------------------------------------------- reading
+    def _receive(self, proc: subprocess.Popen[bytes], timeout: float) -> tuple[list[bytes], bool]:
+        """The complete lines that arrived within ``timeout`` (none when nothing did), and whether
+        the child closed its output (it died)."""
+        fd = _pipe(proc.stdout).fileno()
+        ready, _, _ = select.select([fd], [], [], max(0.0, timeout))
         if not ready:
-            return None
-        return output.readline()
+            return [], False
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return [], True
+        *lines, self._buffer = (self._buffer + chunk).split(b"\n")
+        return lines, False
 
-    def score_many(self, records: Sequence[Record], metric_timeout_s: float,
-                   errors: Sequence[Any]) -> list[list[Score]]:
-        """Scores of each record, in metric order. ``errors[i](message, record_id)`` makes metric
-        i's error Score when the child cannot deliver (it hung and was killed, or it died).
+    def _read_line(self, proc: subprocess.Popen[bytes], timeout: float) -> bytes | None:
+        """The next line; b"" when the child closed its output (it died); None on timeout."""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            fd = _pipe(proc.stdout).fileno()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return b""
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line + b"\n"
 
-        One record at a time, write then read: a child blocked writing a reply while this thread is
-        still writing requests would deadlock on full pipes. A record may take ``metric_timeout_s``
-        per metric; past that the child is killed and the next record gets a fresh one."""
-        budget = metric_timeout_s * max(1, len(errors))
-        results: list[list[Score]] = []
+
+def _pipe(stream: Any) -> Any:
+    """A pipe of the child, which is always started with stdin and stdout piped."""
+    if stream is None:
+        raise RuntimeError("the scoring process has no pipe")
+    return stream
+
+
+# ------------------------------------------------------------------------------------ the hand-over
+@dataclass(slots=True)
+class Item:
+    """One record on its way: ``masked`` when what is held here is what the sinks may see (the mask ran
+    in this process, or there is none); else ``mask`` names the application's own mask for the child."""
+
+    record: Record
+    masked: bool = True
+    mask: str | None = None
+    kind: str = "s"
+    reason: str | None = None
+
+
+@dataclass(slots=True)
+class Outcome:
+    """How an item ended. ``deliver``: the record and Scores the application's own sinks still get;
+    ``unscored``: no scoring process could take it (why), so the application makes the error Scores."""
+
+    status: str  # "scored", "failed" or "dropped"
+    sink_errors: int = 0
+    latency_ms: float | None = None
+    cpu_s: float = 0.0
+    deliver: tuple[Record, list[Score]] | None = None
+    unscored: str | None = None
+
+
+_PLAIN = b'["s",null,true,null,'  # the usual item: score it, nothing to mask in the child
+
+
+def encode(item: Item) -> bytes:
+    """One request line: the record serialised once, by pydantic (a value JSON cannot hold is written
+    as its str(), not refused), behind a head that says what to do with it."""
+    body = Record.__pydantic_serializer__.to_json(item.record, fallback=str)
+    if item.kind == "s" and item.masked:
+        return _PLAIN + body + b"]\n"
+    head = json.dumps([item.kind, item.mask, item.masked, item.reason]).encode()
+    return head[:-1] + b"," + body + b"]\n"
+
+
+class ScoringProcess(ChildProcess):
+    """One child that scores records with metrics given by name and delivers their Scores."""
+
+    def __init__(self, specs: Sequence[tuple[str, Mapping[str, Any]]], *, sinks: Sequence[str] = (),
+                 settings: str | None = None, mask: str | None = None, capture_text: bool = True,
+                 returns: bool = True, start_timeout_s: float = 60.0, retry_after_s: float = 10.0,
+                 poll_s: float = 0.02) -> None:
+        """``sinks``: names of the sinks the child builds (from ``settings``, Settings.to_json());
+        ``mask``: the Monitor's mask by reference, applied in the child; ``returns``: the application
+        has sinks of its own, so the child sends each record's Scores back."""
+        super().__init__(start_timeout_s, retry_after_s)
+        self.specs = [(name, dict(options)) for name, options in specs]
+        self.sinks = list(sinks)
+        self.settings = settings
+        self.mask = mask
+        self.capture_text = capture_text
+        self.returns = returns
+        self.poll_s = poll_s
+        self._child_cpu = 0.0
+
+    def _command(self) -> list[str]:
+        return [sys.executable, "-m", "groundtrace.scoring_child"]
+
+    def _configuration(self) -> bytes:
+        self._child_cpu = 0.0
+        paths = [p for p in sys.path if p and not p.endswith("_bootstrap")]  # what this process can import
+        return json.dumps({"metrics": self.specs, "sinks": self.sinks, "settings": self.settings, "mask": self.mask,
+                           "capture_text": self.capture_text, "returns": self.returns, "sys_path": paths}).encode() + b"\n"
+
+    def run(self, items: list[Item], metric_timeout_s: float, settle: Callable[[Item, Outcome], None],
+            stopping: Callable[[], bool] = lambda: False) -> None:
+        """Hand ``items`` to the child and ``settle`` each as its outcome comes back. A record may take
+        ``metric_timeout_s`` per metric; past that the child is killed and a fresh one delivers it
+        with error Scores and goes on with the rest. ``stopping()``: give up now (the Monitor closes):
+        the child is killed and what it still held is dropped."""
+        budget = metric_timeout_s * max(1, len(self.specs))
+        pending = items
         with self._lock:
-            for record in records:
-                results.append(self._score_one(record, budget, errors))
-        return results
+            while pending:
+                try:
+                    proc = self._process()
+                except Exception as error:
+                    for item in pending:
+                        settle(item, Outcome("failed", unscored=f"the scoring process failed: {error}"))
+                    return
+                pending = self._exchange(proc, pending, budget, settle, stopping)
 
-    def _score_one(self, record: Record, budget: float, errors: Sequence[Any]) -> list[Score]:
+    def _exchange(self, proc: subprocess.Popen[bytes], items: list[Item], budget: float,
+                  settle: Callable[[Item, Outcome], None], stopping: Callable[[], bool]) -> list[Item]:
+        """One batch through one child; what is left when the child had to go (to send to the next)."""
+        done, delivering, eof = 0, False, False
         try:
-            proc = self._process()
-            requests = _pipe(proc.stdin)
-            requests.write(record.model_dump_json() + "\n")
-            requests.flush()
-        except Exception as error:
-            return [make(f"the scoring process failed: {error}", record.id) for make in errors]
-        line = self._read_line(proc, budget)
-        if not line:
-            died = line == ""
-            self._kill(proc)
-            self._proc = None
-            reason = "the scoring process died" if died else f"timed out after {budget:g} s (metric_timeout_s per metric)"
-            return [make(reason, record.id) for make in errors]
-        return [Score.model_validate(item) for item in json.loads(line)]
+            _pipe(proc.stdin).write(b"".join(map(encode, items)) + b"\n")
+            _pipe(proc.stdin).flush()
+        except OSError:  # it died before it read the batch
+            return self._after_loss(proc, items, 0, False, None, settle)
+        last = time.monotonic()
+        while done < len(items):
+            if stopping():
+                self._discard(proc)
+                for item in items[done:]:
+                    settle(item, Outcome("dropped"))
+                return []
+            remaining = last + (DELIVERY_TIMEOUT_S if delivering else budget) - time.monotonic()
+            if remaining <= 0:
+                break
+            lines, eof = self._receive(proc, min(remaining, 0.5))
+            for line in lines:
+                tag = line[:1]
+                if tag == b"o":
+                    settle(items[done], self._outcome(items[done], line[1:]))
+                    done, delivering, last = done + 1, False, time.monotonic()
+                elif tag == b"d":
+                    delivering, last = True, time.monotonic()
+                elif tag == b"l":
+                    _relay_log(line[1:])
+            if eof:
+                break
+            if lines and done < len(items):
+                time.sleep(self.poll_s)  # let more outcomes gather: one wake per poll, not one per record
+        if done == len(items):
+            return []
+        return self._after_loss(proc, items, done, delivering, None if eof else budget, settle)
+
+    def _after_loss(self, proc: subprocess.Popen[bytes], items: list[Item], done: int, delivering: bool,
+                    overran: float | None, settle: Callable[[Item, Outcome], None]) -> list[Item]:
+        """The child died (``overran`` None) or overran: it goes; the item it held is settled or sent
+        back with error Scores, and the rest go to the next child."""
+        self._discard(proc)
+        current, rest = items[done], items[done + 1:]
+        if delivering:
+            what = "died" if overran is None else f"took over {DELIVERY_TIMEOUT_S:g} s"
+            log.warning("groundtrace: the scoring process %s delivering record %s; it was restarted", what,
+                        current.record.id)
+            settle(current, Outcome("failed", sink_errors=1))
+            return rest
+        reason = ("the scoring process died" if overran is None
+                  else f"timed out after {overran:g} s (metric_timeout_s per metric)")
+        if current.kind != "s":  # it failed already once: no third try, its error Scores stay here
+            settle(current, Outcome("failed", unscored=current.reason or reason))
+            return rest
+        log.warning("groundtrace: record %s not scored: %s", current.record.id, reason)
+        return [Item(current.record, current.masked, current.mask, "f", reason), *rest]
+
+    def _outcome(self, item: Item, payload: bytes) -> Outcome:
+        """``index ok sink_errors ms cpu_s[ json]``: five numbers split, not parsed as JSON; the JSON
+        (the record if the child changed it, and the Scores) only for the application's own sinks."""
+        fields = payload.split(b" ", 5)
+        cpu = float(fields[4])
+        spent, self._child_cpu = max(0.0, cpu - self._child_cpu), cpu
+        outcome = Outcome("scored" if fields[1] == b"1" else "failed", int(fields[2]), float(fields[3]), spent)
+        if self.returns and len(fields) > 5:
+            changed, scores = json.loads(fields[5].decode("utf-8"))
+            record = item.record if changed is None else Record.model_validate(changed)
+            outcome.deliver = (record, [Score.model_validate(score) for score in scores])
+        return outcome
 
 
-def _serve(specs: list[list[Any]]) -> None:
-    from groundtrace.engine import build_metrics
-
-    metrics = build_metrics([name for name, _ in specs], {name: options for name, options in specs if options})
-    for metric in metrics:  # load models before "ready" (the start timeout), not inside a record's budget
-        metric.warm_up()
-    out = sys.stdout
-    out.write(_READY + "\n")
-    out.flush()
-    for line in sys.stdin:
-        try:
-            record: Any = Record.model_validate_json(line)
-        except Exception:  # cannot happen with our parent; the metrics turn it into error Scores anyway
-            record = {"id": None, "answer": None}
-        scores = [metric.score(record).model_dump(mode="json") for metric in metrics]
-        out.write(json.dumps(scores, ensure_ascii=False) + "\n")
-        out.flush()
+def _relay_log(payload: bytes) -> None:
+    try:
+        level, name, message = json.loads(payload)
+        get_logger(str(name)).log(int(level), "%s (in the scoring process)", message)
+    except Exception:
+        log.warning("groundtrace: the scoring process wrote an unreadable log line")
 
 
-if __name__ == "__main__":
-    _serve(json.loads(sys.argv[1]))
+@dataclass
+class ScoringSetup:
+    """What a Monitor's scoring processes are built from (one process per worker)."""
+
+    specs: list[tuple[str, dict[str, Any]]]
+    sinks: list[str] = field(default_factory=list)
+    settings: str | None = None
+    mask: str | None = None
+    capture_text: bool = True
+    returns: bool = True
+
+    def build(self) -> ScoringProcess:
+        return ScoringProcess(self.specs, sinks=self.sinks, settings=self.settings, mask=self.mask,
+                              capture_text=self.capture_text, returns=self.returns)

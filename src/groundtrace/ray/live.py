@@ -4,10 +4,12 @@ The Ray driver runs in a child process, not in the application: a Ray driver who
 away may be ended by Ray itself, and that must never be the application. The child
 (``python -m groundtrace.ray.live``) joins the cluster, starts one actor that builds the metrics
 once, then takes one batch per line on stdin (a JSON list of Records) and answers one line (each
-record's Scores, or ``{"error": ...}``). RayScorer has the interface of
-:class:`groundtrace.scoring_process.ScoringProcess` (``warm_up``, ``score_many``, ``close``), so
-the Monitor's contract holds unchanged; whatever goes wrong (no cluster, a dead child or actor, a
-timeout) becomes error Scores for the batch, which the Monitor counts as failed.
+record's Scores, or ``{"error": ...}``). RayScorer is a
+:class:`groundtrace.scoring_process.ChildProcess` (``warm_up``, ``close``) whose ``score_many``
+returns each record's Scores, so the Monitor's contract holds unchanged; whatever goes wrong (no
+cluster, a dead child or actor, a timeout) becomes error Scores for the batch, which the Monitor
+counts as failed. The mask runs and the sinks deliver in the application (the cluster may be another
+machine).
 """
 
 from __future__ import annotations
@@ -15,17 +17,16 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from groundtrace.ray.batch import BatchScorer, score_items
 from groundtrace.record import Record
 from groundtrace.score import Score
-from groundtrace.scoring_process import _READY, ScoringProcess
+from groundtrace.scoring_process import _READY, ChildProcess, _pipe
 
 
-class RayScorer(ScoringProcess):
+class RayScorer(ChildProcess):
     """One child process driving one Ray actor; the Monitor makes one per worker.
 
     ``address``: "auto", "HOST:PORT", "ray://HOST:PORT", or None/"local" (a cluster of the child's
@@ -34,24 +35,12 @@ class RayScorer(ScoringProcess):
 
     def __init__(self, specs: Sequence[tuple[str, Mapping[str, Any]]], address: str | None = None, *,
                  start_timeout_s: float = 180.0, retry_after_s: float = 30.0) -> None:
-        super().__init__(specs, start_timeout_s)
+        super().__init__(start_timeout_s, retry_after_s)
+        self.specs = [(name, dict(options)) for name, options in specs]
         self.address = address or "local"
-        self.retry_after_s = retry_after_s
-        self._failed: tuple[float, str] | None = None
 
     def _command(self) -> list[str]:
         return [sys.executable, "-m", "groundtrace.ray.live", json.dumps(self.specs), self.address]
-
-    def _process(self) -> Any:
-        if self._failed is not None and time.monotonic() - self._failed[0] < self.retry_after_s:
-            raise ConnectionError(f"{self._failed[1]} (next attempt within {self.retry_after_s:g} s)")
-        try:
-            proc = super()._process()
-        except Exception as error:
-            self._failed = (time.monotonic(), str(error))
-            raise
-        self._failed = None
-        return proc
 
     def score_many(self, records: Sequence[Record], metric_timeout_s: float,
                    errors: Sequence[Any]) -> list[list[Score]]:
@@ -69,15 +58,14 @@ class RayScorer(ScoringProcess):
     def _exchange(self, records: Sequence[Record], budget: float) -> tuple[Any, str | None]:
         try:
             proc = self._process()
-            proc.stdin.write(json.dumps([r.model_dump_json() for r in records]) + "\n")
-            proc.stdin.flush()
+            _pipe(proc.stdin).write(json.dumps([r.model_dump_json() for r in records]).encode() + b"\n")
+            _pipe(proc.stdin).flush()
         except Exception as error:
             return None, f"scoring on Ray failed: {error}"
         line = self._read_line(proc, budget)
         if not line:
-            self._kill(proc)
-            self._proc = None
-            return None, ("the Ray scoring process died" if line == "" else
+            self._discard(proc)
+            return None, ("the Ray scoring process died" if line == b"" else
                           f"timed out on Ray after {budget:g} s (metric_timeout_s per metric per record)")
         return json.loads(line), None
 

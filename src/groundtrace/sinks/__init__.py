@@ -41,6 +41,10 @@ class Sink:
     #: (link name, lookup of the current request's id) for a trace system whose ids are not
     #: OpenTelemetry's; the lookup must be cheap and must never raise
     trace_link: ClassVar[tuple[str, Callable[[], str | None]] | None] = None
+    #: True: a sink of this class named in the configuration may be built and fed by the Monitor's
+    #: scoring process instead of the application's (all it needs comes from the Settings and the
+    #: environment, and nothing of it must happen in the application's process)
+    out_of_process: ClassVar[bool] = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Sink:
@@ -99,7 +103,8 @@ def sink_class(name: str) -> Any:
         raise KeyError(f"sink '{name}' cannot be loaded: {error}") from None
 
 
-def _names(spec: Sequence[Any] | str | None) -> list[Any]:
+def sink_list(spec: Sequence[Any] | str | None) -> list[Any]:
+    """The sinks of a specification, names and instances, one per item (a string is split at commas)."""
     if spec is None:
         return []
     if isinstance(spec, str):
@@ -132,7 +137,7 @@ def check_sink(sink: Any) -> Any:
 
 def build_sinks(spec: Sequence[Any] | str | None, settings: Settings | None = None) -> list[Any]:
     """Sink instances from names (configured from ``settings``, else the environment) or instances."""
-    spec = _names(spec)
+    spec = sink_list(spec)
     if not any(isinstance(s, str) for s in spec):
         return [check_sink(s) for s in spec]
     configured = settings if settings is not None else Settings.from_env()
@@ -200,10 +205,16 @@ def close_sinks(sinks: Sequence[Any]) -> list[str]:
 def register_trace_links(spec: Sequence[Any] | str | None) -> None:
     """Register with trace_context the link lookups of these sinks (names or instances), so that
     the Records captured from now on carry their trace ids. Registering twice is harmless."""
-    for sink in _names(spec):
+    for sink in sink_list(spec):
         link = sink_trace_link(sink_class(sink) if isinstance(sink, str) else sink)
         if link is not None:
             trace_context.register_link_provider(*link)
+
+
+def out_of_process(name: Any, sink: Any) -> bool:
+    """Whether the sink built from ``name`` may run in a scoring process: it was named (not given as an
+    object) and its class says ``out_of_process``."""
+    return isinstance(name, str) and getattr(sink, "out_of_process", False) is True
 
 
 def emit_all(sinks: Sequence[Any], record: Record, scores: list[Score], *, capture_text: bool = True) -> int:
@@ -261,6 +272,7 @@ def spans_summary(score: Score, limit: int = 20) -> list[dict[str, Any]]:
     return [span.model_dump(exclude_none=True) for span in score.spans[:limit]]
 
 
-__all__ = ["Sink", "build_sinks", "check_sink", "close_sinks", "emit_all", "flush_sinks", "register_trace_links",
+__all__ = ["Sink", "build_sinks", "check_sink", "close_sinks", "emit_all", "flush_sinks", "out_of_process",
+           "register_trace_links", "sink_list",
            "retry_with_backoff", "score_label", "sink_class", "sink_name", "sink_names", "sink_trace_link",
            "sink_undeliverable", "spans_summary"]

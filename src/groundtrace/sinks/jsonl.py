@@ -13,6 +13,7 @@ from groundtrace.sinks import Sink
 
 class JsonlSink(Sink):
     name = "jsonl"
+    out_of_process = True
 
     def __init__(self, path: str | Path | None = None) -> None:
         """``path``: the file to append to; by default the environment's (GROUNDTRACE_JSONL_PATH,
@@ -20,7 +21,9 @@ class JsonlSink(Sink):
         self.path = Path(path or Settings.from_env().jsonl_path or DEFAULT_JSONL_PATH)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._handle = open(self.path, "a", encoding="utf-8")
+        # line-buffered: a line is the operating system's once emit() returns, so a scoring process
+        # killed the moment after loses none it reported delivered
+        self._handle = open(self.path, "a", encoding="utf-8", buffering=1)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> JsonlSink:

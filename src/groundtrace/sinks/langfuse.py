@@ -96,6 +96,7 @@ class LangfuseSink(Sink):
     buffered, so ``flush()`` has nothing to do."""
 
     name = "langfuse"
+    out_of_process = True  # configured from the Settings and its SDK's variables; sends synchronously
 
     def __init__(
         self,

@@ -86,6 +86,7 @@ class LangSmithSink(Sink):
     1 s, 2 s, ... between them); both apply to the client built here, not to a ready one."""
 
     name = "langsmith"
+    out_of_process = True  # configured from the Settings and its SDK's variables; sends synchronously
 
     def __init__(
         self,

@@ -71,6 +71,7 @@ class PhoenixSink(Sink):
     tries of one record (404, 429, 5xx and transport errors retried), ``backoff_s`` doubling."""
 
     name = "phoenix"
+    out_of_process = True  # configured from the Settings and its SDK's variables; sends synchronously
 
     def __init__(
         self,

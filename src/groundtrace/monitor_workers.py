@@ -1,0 +1,259 @@
+"""The Monitor's workers: take records from its queue in batches, have them scored, settle each one.
+
+A worker waits for a record, lingers a moment (``linger_s``) and takes what queued up meanwhile, so
+the application hands its GIL to the worker once per batch, not once per record. Then, by isolation:
+
+- "process": the batch goes to the worker's scoring process, which masks, scores and delivers
+  (groundtrace.scoring_process); here only the application's own sinks are fed, if it has any;
+- "ray": the records (masked here) go to a Ray actor; the Scores come back and the sinks run here;
+- "thread": the metrics run here, each under its timeout in a thread pool; the sinks run here.
+
+With a CPU budget the worker waits out any debt before it starts a batch and sizes the batch to
+what the budget holds; the CPU it uses is spent from the budget, with the scoring process's (which
+reports its own) and, for "thread", the metrics' threads'.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+from groundtrace.cpu_budget import CpuBudget
+from groundtrace.metrics import Metric
+from groundtrace.privacy import Mask, chain_masks, mask_reference, take_in, text_free_record
+from groundtrace.record import InvalidInput, PendingRecord, Record, placeholder_record, realize
+from groundtrace.redaction import get_logger
+from groundtrace.score import Score
+from groundtrace.scoring_child import warm_up_all
+from groundtrace.scoring_process import Item, Outcome, ScoringProcess
+from groundtrace.sinks import emit_all
+
+log = get_logger("groundtrace.monitor")
+STOP = object()
+
+
+class BoundedQueue(deque[Any]):
+    """The records waiting for a worker: a deque that knows its bound (``queue_size``), which
+    submit() checks under the Monitor's lock."""
+
+    def __init__(self, maxsize: int) -> None:
+        super().__init__()
+        self.maxsize = maxsize
+
+
+class Workers:
+    """The worker half of :class:`groundtrace.monitor.Monitor` (whose constructor sets these)."""
+
+    _queue: BoundedQueue
+    _wake: threading.Event
+    _lock: threading.Lock
+    _idle: threading.Condition
+    _stats: Any
+    _latencies: deque[float]
+    _in_flight: int
+    _abandon: bool
+    _references: dict[int, tuple[Any, str | None]]
+    _masks_travel: bool
+    _own_sinks: list[Any]
+    _metric_pool: ThreadPoolExecutor
+    budget: CpuBudget | None
+    metrics: list[Metric]
+    sinks: list[Any]
+    mask: Mask | None
+    capture_text: bool
+    isolation: str
+    metric_timeout_s: float
+    linger_s: float
+    batch_size: int
+
+    def _work(self, scorer: Any) -> None:
+        if scorer is not None:
+            try:  # start the child now rather than on the first record
+                scorer.warm_up()
+            except Exception as error:
+                log.warning("groundtrace: the scoring process did not start (%s); retrying with the next batch", error)
+        else:  # load the metrics' models here, in this worker, before the first record's time budget starts
+            warm_up_all(self.metrics)
+        while True:
+            self._pay_debt()
+            batch = self._next_batch(self.budget.batch_limit(self.batch_size) if self.budget else self.batch_size)
+            stop = STOP in batch
+            batch = [item for item in batch if item is not STOP]
+            if batch:
+                self._score_batch(scorer, batch)
+            if stop:
+                if scorer is not None:
+                    scorer.close()
+                return
+
+    def _pay_debt(self) -> None:
+        """Over the CPU budget: start nothing until the debt is paid (or the Monitor gives up)."""
+        while self.budget is not None and not self._abandon:
+            wait = self.budget.wait_s()
+            if wait <= 0:
+                return
+            time.sleep(min(wait, 0.25))
+
+    def _next_batch(self, most: int) -> list[Any]:
+        """Wait for a record, linger a moment, then take what has queued up meanwhile (up to ``most``).
+
+        While this thread lingers it waits on nothing, so submit() wakes no one: the application
+        hands its GIL to this thread once per batch rather than once per record."""
+        batch = [self._take()]
+        if batch[0] is STOP:
+            return batch
+        time.sleep(self.linger_s)
+        pending = self._queue
+        while len(batch) < most:
+            try:
+                batch.append(pending.popleft())
+            except IndexError:
+                break
+        return batch
+
+    def _take(self) -> Any:
+        """The next waiting item, waiting for one (submit() appends, then sets the event)."""
+        while True:
+            try:
+                return self._queue.popleft()
+            except IndexError:
+                pass
+            self._wake.clear()
+            if not self._queue:  # an append after clear() sets the event again: no wake-up is lost
+                self._wake.wait()
+
+    # ---------------------------------------------------------------------------------- taking in
+    def _reference(self, mask: Mask) -> str | None:
+        """The name a scoring process loads a caller's mask by (None: it must run here); looked up once per mask."""
+        found = self._references.get(id(mask))
+        if found is None or found[0] is not mask:
+            found = self._references[id(mask)] = (mask, mask_reference(mask))  # holds the mask: its id stays its own
+        return found[1]
+
+    def _take_in(self, batch: list[tuple[Record | PendingRecord, Mask | None]]) -> list[Item]:
+        """The batch's items. A mask that can travel is applied by the scoring process; any other is
+        applied here, before the record leaves. A record the mask fails on becomes an "i" item: what is
+        delivered for it is its id and every metric's error Score. A PendingRecord is built here first
+        (one whose build fails becomes an "i" item too)."""
+        items = []
+        for submitted, call_mask in batch:
+            record = realize(submitted)
+            if isinstance(record, InvalidInput):
+                log.warning("groundtrace: record %s not scored: %s", record.id, record.message)
+                items.append(Item(placeholder_record(record), kind="i", reason=record.message))
+                continue
+            reference = None if call_mask is None else self._reference(call_mask)
+            if self._masks_travel and (call_mask is None or reference is not None):
+                items.append(Item(record, masked=call_mask is None and self.mask is None, mask=reference))
+                continue
+            taken = take_in(record, chain_masks(call_mask, self.mask))
+            if isinstance(taken, InvalidInput):
+                log.warning("groundtrace: record %s not scored: %s", record.id, taken.message)
+                items.append(Item(placeholder_record(taken), kind="i", reason=taken.message))
+            else:
+                items.append(Item(taken))
+        return items
+
+    # ------------------------------------------------------------------------------------ scoring
+    def _score_batch(self, scorer: Any, batch: list[tuple[Record | PendingRecord, Mask | None]]) -> None:
+        started_cpu = time.thread_time()
+        spent_before = self._stats.cpu_s
+        items = self._take_in(batch)
+        if isinstance(scorer, ScoringProcess):
+            scorer.run(items, self.metric_timeout_s, self._settle, self._abandoning)
+        else:
+            self._score_here(scorer, items)
+        self._spend(time.thread_time() - started_cpu)
+        if self.budget is not None:  # with several workers this counts the others' too: smaller batches, no harm
+            self.budget.note_records(len(items), self._stats.cpu_s - spent_before)
+
+    def _spend(self, cpu_s: float) -> None:
+        """CPU that groundtrace used (a worker's thread, a metric's, a scoring process's): counted, and
+        spent from the budget."""
+        if cpu_s <= 0:
+            return
+        with self._lock:
+            self._stats.cpu_s += cpu_s
+        if self.budget is not None:
+            self.budget.spend(cpu_s)
+
+    def _abandoning(self) -> bool:
+        return self._abandon
+
+    def _score_here(self, scorer: Any, items: list[Item]) -> None:
+        """Scores made in this process ("thread") or returned by Ray, delivered to the sinks here."""
+        started = time.perf_counter()
+        invalid = [item for item in items if item.kind == "i"]
+        for item in invalid:  # the same error Scores the batch engines give it
+            problem = InvalidInput(id=item.record.id, message=item.reason or "invalid record")
+            self._settle(item, Outcome("failed", deliver=(item.record, [m.score(problem) for m in self.metrics])))
+        items = [item for item in items if item.kind != "i"]
+        if not items:
+            return
+        try:
+            if scorer is not None:
+                errors = [metric.error for metric in self.metrics]
+                all_scores = scorer.score_many([item.record for item in items], self.metric_timeout_s, errors)
+            else:
+                all_scores = [[self._score(metric, item.record) for metric in self.metrics] for item in items]
+        except Exception as error:
+            log.exception("groundtrace: scoring a batch failed")
+            all_scores = [[m.error(f"{type(error).__name__}: {error}", item.record.id) for m in self.metrics]
+                          for item in items]
+        per_record_ms = (time.perf_counter() - started) * 1000.0 / len(items)
+        for item, scores in zip(items, all_scores, strict=False):
+            status = "scored" if all(s.ok for s in scores) else "failed"
+            self._settle(item, Outcome(status, latency_ms=per_record_ms, deliver=(item.record, scores)))
+
+    def _score(self, metric: Metric, record: Record) -> Score:
+        try:
+            future = self._metric_pool.submit(self._measured, metric, record)
+        except RuntimeError as error:  # the pool is shut down: closing
+            return metric.error(f"not scored: {error}", record.id)
+        try:
+            return future.result(timeout=self.metric_timeout_s)
+        except FutureTimeout:
+            future.cancel()
+            log.warning("groundtrace: metric %s timed out on record %s", metric.name, record.id)
+            return metric.error(f"timed out after {self.metric_timeout_s:g} s (metric_timeout_s)", record.id)
+        except Exception as error:  # metric.score does not raise; this is belt and braces
+            return metric.error(f"{type(error).__name__}: {error}", record.id)
+
+    def _measured(self, metric: Metric, record: Record) -> Score:
+        """``metric.score(record)`` on a pool thread, whose CPU is spent (see :meth:`_spend`)."""
+        started = time.thread_time()
+        try:
+            return metric.score(record)
+        finally:
+            self._spend(time.thread_time() - started)
+
+    # ----------------------------------------------------------------------------------- settling
+    def _settle(self, item: Item, outcome: Outcome) -> None:
+        """Feed the sinks that run here, then count the item in its bucket: scored, failed or dropped."""
+        sink_errors = outcome.sink_errors
+        self._spend(outcome.cpu_s)
+        try:
+            if outcome.unscored is not None:  # no scoring process took it: every sink gets its error Scores from here
+                record = item.record if item.masked else text_free_record(item.record)  # unmasked text stays here
+                scores = [metric.error(outcome.unscored, item.record.id) for metric in self.metrics]
+                sink_errors += emit_all(self.sinks, record, scores, capture_text=self.capture_text)
+            elif outcome.deliver is not None and self._own_sinks:
+                record, scores = outcome.deliver
+                # a scoring process already took the text out when capture_text is off
+                sink_errors += emit_all(self._own_sinks, record, scores,
+                                        capture_text=self.capture_text or self.isolation == "process")
+        except Exception:
+            log.exception("groundtrace: delivering record %s failed", item.record.id)
+        with self._lock:
+            bucket = "dropped" if outcome.status == "dropped" else \
+                "scored" if outcome.status == "scored" and outcome.unscored is None else "failed"
+            setattr(self._stats, bucket, getattr(self._stats, bucket) + 1)
+            self._stats.sink_errors += sink_errors
+            if outcome.latency_ms is not None:
+                self._latencies.append(outcome.latency_ms)
+            self._in_flight -= 1
+            self._idle.notify_all()

@@ -1,0 +1,199 @@
+"""The scoring process (``python -m groundtrace.scoring_child``): what a Monitor hands off its process.
+
+For each record the application handed over (see :mod:`groundtrace.scoring_process` for the
+protocol): validate it, apply the mask (the application's own, loaded here by name), score it,
+strip its text when ``capture_text`` is off, deliver the Scores to the sinks built here, and answer
+with one short line (the Scores too, when the application has sinks of its own). It runs at the
+lowest CPU priority the system grants, so that on a busy machine the application's threads come
+first. Whatever a library prints goes to stderr: stdout carries the protocol only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import threading
+import time
+from typing import IO, Any
+
+from groundtrace.config import Settings
+from groundtrace.engine import build_metrics
+from groundtrace.privacy import Mask, chain_masks, load_mask, take_in, without_text
+from groundtrace.record import InvalidInput, Record, placeholder_record
+from groundtrace.redaction import get_logger, redact
+from groundtrace.score import Score
+from groundtrace.sinks import build_sinks, close_sinks, emit_all, flush_sinks
+
+log = get_logger("groundtrace.scoring_child")
+#: the niceness the scoring process asks for (19: the lowest priority an unprivileged process gets)
+NICENESS = 19
+
+
+class Channel:
+    """The protocol's pipe to the application; one whole line per write, whichever thread writes."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._lock = threading.Lock()
+
+    def send(self, line: bytes) -> None:
+        with self._lock:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(self._fd, view):]
+
+
+class RelayHandler(logging.Handler):
+    """groundtrace's warnings in this process, sent to the application's process to be logged there."""
+
+    def __init__(self, channel: Channel) -> None:
+        super().__init__(logging.WARNING)
+        self.channel = channel
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()  # the redacting filter ran already
+            self.channel.send(b"l" + json.dumps([record.levelno, record.name, message]).encode() + b"\n")
+        except Exception:
+            self.handleError(record)
+
+
+def lower_priority(niceness: int = NICENESS) -> None:
+    """The lowest CPU priority the system grants, where it has one (not on Windows)."""
+    try:
+        os.nice(niceness)
+    except (AttributeError, OSError):
+        pass
+
+
+class Server:
+    """The metrics, sinks and masks of one scoring process, and what it does with each item."""
+
+    def __init__(self, config: dict[str, Any], channel: Channel) -> None:
+        specs = config["metrics"]
+        self.metrics = build_metrics([name for name, _ in specs], {name: options for name, options in specs if options})
+        settings = Settings.from_json(config["settings"]) if config.get("settings") else None
+        self.sinks = build_sinks(config["sinks"], settings) if config.get("sinks") else []
+        self.mask = load_mask(config.get("mask"))
+        self.capture_text = bool(config.get("capture_text", True))
+        self.returns = bool(config.get("returns", False))
+        self.channel = channel
+        self._call_masks: dict[str, Mask] = {}
+        warm_up_all(self.metrics)  # models load now, as part of the start
+        #: the CPU reported is what scoring used since the process was ready, not its start (imports, models)
+        self.started_cpu = time.process_time()
+
+    def serve(self, requests: IO[bytes]) -> None:
+        """Batches until the application closes the pipe; then the sinks are closed."""
+        try:
+            while True:
+                batch = []
+                for line in requests:
+                    if not line.strip():
+                        break
+                    batch.append(line)
+                else:  # end of input (a batch cut short means the application is gone)
+                    return
+                for index, line in enumerate(batch):
+                    self.handle(index, line, last=index == len(batch) - 1)
+        finally:
+            for problem in close_sinks(self.sinks):
+                log.warning("groundtrace: %s", problem)
+
+    def handle(self, index: int, line: bytes, *, last: bool) -> None:
+        started = time.perf_counter()
+        try:
+            record, scores, changed = self._score(*json.loads(line))
+        except Exception as error:  # cannot happen with our parent; still error Scores, never a silent loss
+            record, changed = Record(), False
+            scores = [m.error(f"the scoring process could not read the record: {type(error).__name__}", None)
+                      for m in self.metrics]
+        if not self.capture_text:
+            record, scores, changed = *without_text(record, scores), True
+        if self.sinks:
+            self.channel.send(b"d\n")
+        sink_errors = emit_all(self.sinks, record, scores)
+        if last:  # the batch is out before the application hears it is done
+            for problem in flush_sinks(self.sinks):
+                log.warning("groundtrace: %s", problem)
+        line = b"o%d %d %d %.3f %.6f" % (index, all(s.ok for s in scores), sink_errors,
+                                         (time.perf_counter() - started) * 1000.0, time.process_time() - self.started_cpu)
+        if self.returns:
+            back = [record.model_dump(mode="json") if changed else None, [s.model_dump(mode="json") for s in scores]]
+            line += b" " + json.dumps(back, ensure_ascii=False).encode()
+        self.channel.send(line + b"\n")
+
+    def _score(self, kind: str, mask: str | None, masked: bool, reason: str | None,
+               raw: dict[str, Any]) -> tuple[Record, list[Score], bool]:
+        """The record to deliver, its Scores, and whether the record differs from what the application holds."""
+        if kind == "i":  # the application's mask failed on it: its id and every metric's error Score
+            invalid = InvalidInput(id=raw.get("id"), message=reason or "invalid record")
+            return placeholder_record(invalid), [m.score(invalid) for m in self.metrics], True
+        record = Record.model_validate(raw)
+        changed = False
+        if not masked:
+            taken = take_in(record, chain_masks(self._call_mask(mask), self.mask))
+            if isinstance(taken, InvalidInput):
+                log.warning("groundtrace: record %s not scored: %s", record.id, taken.message)
+                return placeholder_record(taken), [m.score(taken) for m in self.metrics], True
+            record, changed = taken, True
+        if kind == "f":
+            return record, [m.error(reason or "not scored", record.id) for m in self.metrics], changed
+        return record, [m.score(record) for m in self.metrics], changed
+
+    def _call_mask(self, reference: str | None) -> Mask | None:
+        if reference is None:
+            return None
+        if reference not in self._call_masks:
+            try:
+                self._call_masks[reference] = load_mask(reference) or _unloadable(reference)
+            except ValueError as error:
+                log.warning("groundtrace: %s: its records are not scored", error)
+                self._call_masks[reference] = _unloadable(reference)
+        return self._call_masks[reference]
+
+
+def warm_up_all(metrics: list[Any]) -> None:
+    """Each metric's ``warm_up()`` (Metric.warm_up, where the metrics have it: a model loads before the
+    first record, outside its time and CPU budget); a failure is logged, and the records get it as
+    their error Scores."""
+    for metric in metrics:
+        warm_up = getattr(metric, "warm_up", None)
+        if not callable(warm_up):
+            continue
+        try:
+            warm_up()
+        except Exception as error:
+            log.warning("groundtrace: metric %s did not warm up: %s", metric.name, error)
+
+
+def _unloadable(reference: str) -> Mask:
+    def refuse(text: str) -> str:
+        raise LookupError(f"the mask {reference} cannot be loaded in the scoring process")
+
+    return refuse
+
+
+def main() -> None:
+    channel = Channel(os.dup(1))  # the protocol's own pipe ...
+    os.dup2(2, 1)  # ... and whatever a library prints goes to stderr, not into it
+    lower_priority()
+    requests = sys.stdin.buffer
+    try:
+        config = json.loads(requests.readline())
+        for path in config.get("sys_path") or []:  # after our own: what the application could import
+            if path not in sys.path:
+                sys.path.append(path)
+        logging.getLogger("groundtrace").addHandler(RelayHandler(channel))
+        server = Server(config, channel)
+    except Exception as error:
+        channel.send(redact(f"failed: {type(error).__name__}: {error}").replace("\n", " ").encode() + b"\n")
+        return
+    channel.send(b"ready\n")
+    server.serve(requests)
+
+
+if __name__ == "__main__":
+    main()
