@@ -13,10 +13,10 @@ engine and on a FunctionAgent.
    samples every record out by default (``--sample-rate 0``), so only the callback path is timed;
    a record it keeps is built by its worker thread, off the application's thread, whose CPU is
    reported apart (3.).
-2. Where it goes: ``time.thread_time`` around each callback (and around the Record's reading at the
-   root's end and Monitor.submit inside them) in real requests, exclusive of the parts nested in
-   it; the timer's own cost (measured at start: about 0.4 µs per timed call, 0.7 µs charged to the
-   enclosing one) is subtracted.
+2. Where it goes: a sampling profile of real requests (the stack read every 200 µs) says
+   which share of the CPU is spent in which part of groundtrace; times the CPU per request, that is
+   µs per request. (A clock around each callback adds its own cost to every call: among the
+   framework's work, with cold caches, about as much as the callbacks themselves.)
 3. The Monitor's worker: the CPU of building one kept Record (the contexts chosen, the Record
    validated), with ``sample_rate=1``.
 
@@ -37,6 +37,7 @@ import importlib.util
 import io
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -62,73 +63,54 @@ def overhead_script(integration: str) -> Any:
     return module
 
 
-# ------------------------------------------------------------------------------------- the timer
-class PartClock:
-    """Adds up thread CPU inside wrapped callables, each exclusive of the wrapped ones it calls."""
+# ---------------------------------------------------------------------------------- the profiler
+class StackSampler:
+    """A sampling profiler: every ``interval_s`` (ITIMER_REAL: the CPU-time timers tick only at the
+    kernel's clock tick, a few ms), the main thread's stack is read and the sample filed under the part of groundtrace it is in (by the
+    functions of groundtrace's files on the stack, innermost named part first), or "outside".
+    Timing each callback with a clock instead adds the clock's own cost to every call, which among
+    the framework's work (cold caches) is as large as the callbacks themselves."""
 
-    def __init__(self) -> None:
-        self.ns: dict[str, int] = defaultdict(int)
-        self.calls: dict[str, int] = defaultdict(int)
-        self.children: dict[str, int] = defaultdict(int)  # timed calls made from inside each part
-        self._stack: list[list[Any]] = []
-        self._saved: list[tuple[Any, str, Any]] = []
-        self.own_ns, self.parent_ns = 0.0, 0.0
+    def __init__(self, label_of: Callable[[list[tuple[str, str]]], str], interval_s: float = 200e-6) -> None:
+        self.label_of, self.interval_s = label_of, interval_s
+        self.samples: dict[str, int] = defaultdict(int)
+        self._busy = False
 
-    def wrap(self, owner: Any, name: str, label: str) -> None:
-        original = owner.__dict__.get(name) if isinstance(owner, type) else getattr(owner, name, None)
-        if original is None:
+    def _sample(self, signum: int, frame: Any) -> None:
+        if self._busy:  # the timer fired again inside this handler: that sample would be our own
             return
-        self._saved.append((owner, name, original))
-        function = original.__func__ if isinstance(original, (classmethod, staticmethod)) else original
-        clock, now = self, time.thread_time_ns
+        self._busy = True
+        try:
+            self._file(frame)
+        finally:
+            self._busy = False
 
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            frame = [label, 0]
-            clock._stack.append(frame)
-            started = now()
-            try:
-                return function(*args, **kwargs)
-            finally:
-                elapsed = now() - started
-                clock._stack.pop()
-                clock.ns[label] += elapsed - frame[1]
-                clock.calls[label] += 1
-                if clock._stack:
-                    clock._stack[-1][1] += elapsed
-                    clock.children[clock._stack[-1][0]] += 1
+    def _file(self, frame: Any) -> None:
+        ours = []
+        while frame is not None:
+            code = frame.f_code
+            if "groundtrace" in code.co_filename and not code.co_filename.endswith("callback_cpu.py"):
+                ours.append((Path(code.co_filename).stem, code.co_name))
+            frame = frame.f_back
+        self.samples[self.label_of(ours) if ours else "outside"] += 1
 
-        wrapped: Any = classmethod(timed) if isinstance(original, classmethod) else timed
-        setattr(owner, name, staticmethod(timed) if isinstance(original, staticmethod) else wrapped)
+    def __enter__(self) -> StackSampler:
+        signal.signal(signal.SIGALRM, self._sample)
+        signal.setitimer(signal.ITIMER_REAL, self.interval_s, self.interval_s)
+        return self
 
-    def unwrap(self) -> None:
-        for owner, name, original in reversed(self._saved):
-            setattr(owner, name, original)
-        self._saved.clear()
+    def __exit__(self, *exc: object) -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
 
-    def calibrate(self) -> None:
-        """The timer's own cost: what one timed call adds to itself and to the call around it."""
 
-        class Probe:
-            def outer(self, k: int) -> None:
-                for _ in range(k):
-                    self.inner()
-
-            def inner(self) -> None:
-                pass
-
-        self.wrap(Probe, "outer", "outer")
-        self.wrap(Probe, "inner", "inner")
-        count = 20_000
-        Probe().outer(count)
-        self.own_ns = self.ns["inner"] / count
-        self.parent_ns = self.ns["outer"] / count
-        self.unwrap()
-        for table in (self.ns, self.calls, self.children):
-            table.clear()
-
-    def corrected_us(self, label: str, requests: int) -> float:
-        spent = self.ns[label] - self.own_ns * self.calls[label] - self.parent_ns * self.children[label]
-        return spent / requests / 1000.0
+def first_part(stack: list[tuple[str, str]], parts: list[tuple[str, str, str]], otherwise: str) -> str:
+    """The label of the innermost (module, function) of ``parts`` on the stack (innermost first)."""
+    for module, function in stack:
+        for part_module, part_function, label in parts:
+            if function == part_function and module == part_module:
+                return label
+    return otherwise
 
 
 # ------------------------------------------------------------------------------------- baselines
@@ -153,12 +135,16 @@ class Case:
     """One application and the ways to run one request of it with a given arm attached."""
 
     name: str
-    parts: list[tuple[Any, str, str]]  # (owner, attribute, label) timed in 2.
 
     def arms(self, monitor: Any, baseline: str | None) -> dict[str, Any]:
         raise NotImplementedError
 
     def request(self, arm: Any, i: int) -> None:
+        raise NotImplementedError
+
+    @staticmethod
+    def label_of(stack: list[tuple[str, str]]) -> str:
+        """The part of groundtrace a stack (its groundtrace frames, innermost first) is in."""
         raise NotImplementedError
 
 
@@ -195,24 +181,23 @@ class LangChainCase(Case):
             name = package_at(baseline, "integrations/langchain/src/groundtrace_langchain", "groundtrace_langchain")
             old = importlib.import_module(name)
             arms["baseline"] = [old.GroundtraceCallbackHandler(monitor=monitor)]
-            self.baseline_modules = [importlib.import_module(f"{name}.handler")]
         arms["groundtrace"] = [GroundtraceCallbackHandler(monitor=monitor)]
         return arms
 
     def request(self, arm: Any, i: int) -> None:
         self.app.invoke(self.input, config={"callbacks": arm})
 
-    def timed_parts(self, handler_module: Any) -> list[tuple[Any, str, str]]:
-        handler = handler_module.GroundtraceCallbackHandler
-        parts = [(handler, name, name) for name in ("on_chain_start", "on_chain_end", "on_retriever_start",
-                                                   "on_retriever_end", "on_chat_model_start", "on_llm_end",
-                                                   "on_tool_start", "on_tool_end")]
-        parts += [(handler, "_start_root", "the root's start"), (handler, "_submit", "the root's end")]
-        # what the root's end reads or builds on the application's thread: today's read_end, or the
-        # whole Record before it
-        parts += [(handler_module, "read_end", "reading the end / building the Record"),
-                  (handler_module, "build_record", "reading the end / building the Record")]
-        return parts
+    @staticmethod
+    def label_of(stack: list[tuple[str, str]]) -> str:
+        return first_part(stack, [
+            ("monitor", "submit", "Monitor.submit"),
+            ("records", "read_end", "reading the end / building the Record"),
+            ("records", "build_record", "reading the end / building the Record"),
+            ("handler", "_submit", "the root's end: the rest"),
+            ("handler", "_start_root", "the root's start"),
+            ("handler", "on_chain_start", "chain starts below the root"),
+            ("handler", "on_chain_end", "chain ends below the root"),
+        ], "retriever, model and tool events")
 
 
 class LlamaIndexCase(Case):
@@ -265,7 +250,6 @@ class LlamaIndexCase(Case):
             handlers, tracker = importlib.import_module(f"{name}.handlers"), importlib.import_module(f"{name}.tracker")
             old = tracker.RootTracker(monitor)
             arms["baseline"] = (handlers.GroundtraceSpanHandler(old), handlers.GroundtraceEventHandler(tracker=old))
-            self.baseline_modules = [handlers, tracker, importlib.import_module(f"{name}.run")]
         now = RootTracker(monitor)
         arms["groundtrace"] = (GroundtraceSpanHandler(now), GroundtraceEventHandler(tracker=now))
         return arms
@@ -280,16 +264,25 @@ class LlamaIndexCase(Case):
         finally:
             self.dispatcher.span_handlers, self.dispatcher.event_handlers = self.spans, self.events
 
-    def timed_parts(self, handlers: Any, tracker: Any, run: Any) -> list[tuple[Any, str, str]]:
-        spans, events, root = handlers.GroundtraceSpanHandler, handlers.GroundtraceEventHandler, tracker.RootTracker
-        parts = [(spans, name, f"span handler: {name}") for name in ("span_enter", "span_exit", "span_drop", "new_span",
-                                                                        "prepare_to_exit_span", "prepare_to_drop_span")]
-        parts += [(events, "handle", "event handler: handle"), (root, "on_event", "tracker: events read")]
-        parts += [(root, "span_started", "tracker: span starts"), (root, "span_exited", "tracker: span ends")]
-        parts += [(run.RootRun, "start", "the root's start (RootRun.start)"), (root, "_submit", "the root's end")]
-        parts += [(run.RootRun, "read_end", "reading the end / building the Record"),
-                  (run.RootRun, "to_record", "reading the end / building the Record")]
-        return parts
+    @staticmethod
+    def label_of(stack: list[tuple[str, str]]) -> str:
+        return first_part(stack, [
+            ("monitor", "submit", "Monitor.submit"),
+            ("run", "read_end", "reading the end / building the Record"),
+            ("run", "to_record", "reading the end / building the Record"),
+            ("tracker", "_submit", "the root's end: the rest"),
+            ("tracker", "_conclude", "the root's end: the rest"),
+            ("run", "start", "the root's start"),
+            ("tracker", "_start_root", "the root's start"),
+            ("tracker", "on_event", "events"),
+            ("handlers", "handle", "events"),
+            ("tracker", "span_started", "span starts"),
+            ("handlers", "span_enter", "span starts"),
+            ("handlers", "new_span", "span starts"),
+            ("tracker", "span_exited", "span ends"),
+            ("handlers", "span_exit", "span ends"),
+            ("handlers", "prepare_to_exit_span", "span ends"),
+        ], "other")
 
 
 def make_case(name: str) -> Case:
@@ -313,38 +306,22 @@ def added_cpu(case: Case, arms: dict[str, Any], n: int, warmup: int) -> dict[str
     return {"none": base, **{arm: statistics.median(values) - base for arm, values in cpu.items() if arm != "none"}}
 
 
-def parts_table(case: Case, arm: Any, parts: list[tuple[Any, str, str]], n: int) -> dict[str, float]:
-    """µs per request in each timed part, the timer's own cost subtracted.
-
-    The timer's cost is measured twice: on a probe in a tight loop (the split between what a timed
-    call adds to itself and to the call around it), and in the same requests as the difference
-    between blocks of them with and without the timer installed (what it costs among the
-    framework's own work, where caches are cold: several times the probe's figure)."""
-    from groundtrace.monitor import Monitor
-
-    clock = PartClock()
-    clock.calibrate()
-    timed: list[float] = []
-    untimed: list[float] = []
-    block = 20
-    for start in range(0, n, block):
-        for clocked in (True, False):
-            if clocked:
-                for owner, name, label in parts:
-                    clock.wrap(owner, name, label)
-                clock.wrap(Monitor, "submit", "Monitor.submit")
-            try:
-                for i in range(start, min(n, start + block)):
-                    started = time.thread_time_ns()
-                    case.request(arm, i)
-                    (timed if clocked else untimed).append(time.thread_time_ns() - started)
-            finally:
-                clock.unwrap()
-    calls = sum(clock.calls.values())
-    in_situ = (statistics.median(timed) - statistics.median(untimed)) * n / calls  # ns per timed call, in situ
-    scale = max(1.0, in_situ / (clock.own_ns + clock.parent_ns))
-    clock.own_ns, clock.parent_ns = clock.own_ns * scale, clock.parent_ns * scale
-    return {label: clock.corrected_us(label, n) for label in dict.fromkeys(clock.ns)}
+def parts_table(case: Case, arm: Any, n: int) -> dict[str, float]:
+    """µs of CPU per request in each part of groundtrace, and "outside" it (the framework, the
+    application): each part's share of the profiler's samples times the CPU per request, measured
+    on the same requests without the profiler (whose signal handler takes CPU of its own)."""
+    cpu = []
+    for i in range(n):
+        started = time.thread_time()
+        case.request(arm, i)
+        cpu.append(time.thread_time() - started)
+    per_request_us = statistics.median(cpu) * 1e6
+    sampler = StackSampler(case.label_of)
+    with sampler:
+        for i in range(n):
+            case.request(arm, i)
+    total = sum(sampler.samples.values()) or 1
+    return {label: count / total * per_request_us for label, count in sampler.samples.items()}
 
 
 def worker_build_cpu(case: Case, monitor_arm: Callable[[Any], Any], n: int) -> tuple[float, int]:
@@ -404,19 +381,18 @@ def main() -> None:
         for arm in arms:
             if arm != "none":
                 print(f"  {arm:<12} {added[arm] * 1000:+7.1f} µs")
-        tables = {}
-        if args.baseline is not None:
-            tables["baseline"] = parts_table(case, arms["baseline"], case.timed_parts(*case.baseline_modules),
-                                             args.parts_n // scale)
-        modules: Any = ([importlib.import_module("groundtrace_langchain.handler")] if isinstance(case, LangChainCase) else
-                        [importlib.import_module(f"groundtrace_llamaindex.{m}") for m in ("handlers", "tracker", "run")])
-        tables["groundtrace"] = parts_table(case, arms["groundtrace"], case.timed_parts(*modules), args.parts_n // scale)
-        labels = list(dict.fromkeys(label for table in tables.values() for label in table))
-        print(f"  where it goes, µs per request ({args.parts_n // scale} requests; timer's cost subtracted):")
+        tables = {arm: parts_table(case, arms[arm], args.parts_n // scale) for arm in ("baseline", "groundtrace")
+                  if arm in arms}
+        labels = sorted({label for table in tables.values() for label in table} - {"outside"},
+                        key=lambda label: -max(table.get(label, 0.0) for table in tables.values()))
+        print(f"  where it goes, µs per request (a sampling profile of {args.parts_n // scale} requests per arm):")
         print("    " + f"{'part':<44}" + "".join(f"{arm:>12}" for arm in tables))
         for label in labels:
             print("    " + f"{label:<44}" + "".join(f"{tables[arm].get(label, 0.0):12.1f}" for arm in tables))
-        print("    " + f"{'sum':<44}" + "".join(f"{sum(table.values()):12.1f}" for table in tables.values()))
+        print("    " + f"{'groundtrace, all parts':<44}" + "".join(
+            f"{sum(v for k, v in table.items() if k != 'outside'):12.1f}" for table in tables.values()))
+        print("    " + f"{'outside groundtrace (framework, application)':<44}" + "".join(
+            f"{table.get('outside', 0.0):12.1f}" for table in tables.values()))
         monitor.close()
         if isinstance(case, LangChainCase):
             from groundtrace_langchain import GroundtraceCallbackHandler
