@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from groundtrace.config import Settings
@@ -185,11 +185,16 @@ def prepare_shared_capture() -> None:
 
 
 # ---------------------------------------------------------------------------------- request spans
+_UNKNOWN = object()
 _tracers: dict[str, tuple[Any, Any]] = {}  # tracer name -> (provider, tracer): get_tracer is not free
 
 
 def _sdk_tracer(trace: Any, tracer_name: str) -> Any:
     """The global tracer, if a real TracerProvider is installed (not the API's proxy or no-op one)."""
+    if getattr(trace, "_TRACER_PROVIDER", _UNKNOWN) is None:
+        # no provider set: get_tracer_provider() would only look in os.environ (on every request of
+        # an app that has the API loaded, as langsmith does, but no provider) for one to load
+        return None
     provider = trace.get_tracer_provider()
     if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
         return None
@@ -201,12 +206,14 @@ def _sdk_tracer(trace: Any, tracer_name: str) -> Any:
     return tracer
 
 
-def start_request_span(tracer_name: str, attributes: Mapping[str, Any], *, start_time: int | None = None,
-                       new_trace: bool = False) -> Any:
+def start_request_span(tracer_name: str, attributes: Mapping[str, Any] | Callable[[], Mapping[str, Any]], *,
+                       start_time: int | None = None, new_trace: bool = False) -> Any:
     """A started ``groundtrace.request`` span (INTERNAL) from the global SDK tracer, or None when
     OpenTelemetry is not loaded or no real TracerProvider is installed. The caller ends it with
     :func:`end_request_span`. It is never made current: a request's start and end may run in
-    different contexts. ``new_trace``: the root of a trace of its own, whatever is current."""
+    different contexts. ``new_trace``: the root of a trace of its own, whatever is current.
+    ``attributes`` may be a function that makes them, called only when a span is started (this
+    runs on every request; most have no SDK installed)."""
     # the module itself, not an import statement: this runs on every request
     trace = sys.modules.get("opentelemetry.trace")
     if trace is None:
@@ -219,7 +226,8 @@ def start_request_span(tracer_name: str, attributes: Mapping[str, Any], *, start
         extra["start_time"] = start_time
     if new_trace:
         extra["context"] = sys.modules["opentelemetry.context"].Context()
-    return tracer.start_span(REQUEST_SPAN_NAME, kind=trace.SpanKind.INTERNAL, attributes=dict(attributes), **extra)
+    made = attributes() if callable(attributes) else attributes
+    return tracer.start_span(REQUEST_SPAN_NAME, kind=trace.SpanKind.INTERNAL, attributes=dict(made), **extra)
 
 
 def end_request_span(span: Any, error: BaseException | None = None, *, end_time: int | None = None) -> None:

@@ -27,7 +27,7 @@ from groundtrace.engine import build_metrics
 from groundtrace.metrics import Metric
 from groundtrace.monitor_workers import STOP, BoundedQueue, Workers
 from groundtrace.privacy import Mask, load_mask, mask_reference
-from groundtrace.record import Record
+from groundtrace.record import PendingRecord, Record
 from groundtrace.redaction import get_logger
 from groundtrace.scoring_process import ScoringSetup
 from groundtrace.sinks import close_sinks, flush_sinks, out_of_process, sink_list
@@ -257,12 +257,15 @@ class Monitor(Workers):
         an adapter that writes text of its own onto a trace asks first."""
         return self.capture_text and self.mask is None
 
-    def submit(self, record: Record, *, sample_rate: float | None = None, mask: Mask | None = None) -> bool:
+    def submit(self, record: Record | PendingRecord, *, sample_rate: float | None = None,
+               mask: Mask | None = None) -> bool:
         """Offer a record for scoring; True if it was queued. Never blocks, never raises.
 
         ``sample_rate``: a caller's own rate (a handler's), applied with the Monitor's by the same
         deterministic rule, so the record is kept at the smaller of the two. ``mask``: a caller's own
-        mask (a handler's), applied before the Monitor's, in the worker or the scoring process."""
+        mask (a handler's), applied before the Monitor's, in the worker or the scoring process. A
+        PendingRecord (an integration's capture of a request) is built by the worker, and only if it
+        is kept (record.realize)."""
         counted = False
         try:
             bucket = None

@@ -25,7 +25,7 @@ from typing import Any
 from groundtrace.cpu_budget import CpuBudget
 from groundtrace.metrics import Metric
 from groundtrace.privacy import Mask, chain_masks, mask_reference, take_in, text_free_record
-from groundtrace.record import InvalidInput, Record, placeholder_record
+from groundtrace.record import InvalidInput, PendingRecord, Record, placeholder_record, realize
 from groundtrace.redaction import get_logger
 from groundtrace.score import Score
 from groundtrace.scoring_child import warm_up_all
@@ -134,12 +134,18 @@ class Workers:
             found = self._references[id(mask)] = (mask, mask_reference(mask))  # holds the mask: its id stays its own
         return found[1]
 
-    def _take_in(self, batch: list[tuple[Record, Mask | None]]) -> list[Item]:
+    def _take_in(self, batch: list[tuple[Record | PendingRecord, Mask | None]]) -> list[Item]:
         """The batch's items. A mask that can travel is applied by the scoring process; any other is
         applied here, before the record leaves. A record the mask fails on becomes an "i" item: what is
-        delivered for it is its id and every metric's error Score."""
+        delivered for it is its id and every metric's error Score. A PendingRecord is built here first
+        (one whose build fails becomes an "i" item too)."""
         items = []
-        for record, call_mask in batch:
+        for submitted, call_mask in batch:
+            record = realize(submitted)
+            if isinstance(record, InvalidInput):
+                log.warning("groundtrace: record %s not scored: %s", record.id, record.message)
+                items.append(Item(placeholder_record(record), kind="i", reason=record.message))
+                continue
             reference = None if call_mask is None else self._reference(call_mask)
             if self._masks_travel and (call_mask is None or reference is not None):
                 items.append(Item(record, masked=call_mask is None and self.mask is None, mask=reference))
@@ -153,7 +159,7 @@ class Workers:
         return items
 
     # ------------------------------------------------------------------------------------ scoring
-    def _score_batch(self, scorer: Any, batch: list[tuple[Record, Mask | None]]) -> None:
+    def _score_batch(self, scorer: Any, batch: list[tuple[Record | PendingRecord, Mask | None]]) -> None:
         started_cpu = time.thread_time()
         spent_before = self._stats.cpu_s
         items = self._take_in(batch)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -142,6 +143,45 @@ def coerce_record(value: Any) -> Record:
         return Record.model_validate(dict(value))
     except ValidationError as error:
         raise InvalidRecord(describe_validation_error(error)) from None
+
+
+# a PendingRecord's metadata, read-only: all the Monitor reads of it before the Record is built
+NOT_EXCLUDED: Mapping[str, Any] = MappingProxyType({})
+EXCLUDED: Mapping[str, Any] = MappingProxyType({"groundtrace_exclude": True})
+
+
+class PendingRecord:
+    """A Record captured on the application's thread and built later, off it.
+
+    An integration hands the Monitor a subclass of this instead of a Record: what ``Monitor.submit``
+    decides on (the ids its sampling hashes, the exclusion flag) is here at once; :meth:`build` makes
+    the Record (choosing the contexts, validating every text), and the Monitor's worker calls it,
+    through :func:`realize`, only for a record it keeps: one sampled out, excluded or dropped is never
+    built. ``build`` may read only what no longer changes once the request has ended (the
+    integration reads or copies the rest on the application's thread)."""
+
+    __slots__ = ("id", "run_id", "trace_id", "metadata")
+
+    def __init__(self, *, id: str | None = None, run_id: str | None = None, trace_id: str | None = None,
+                 excluded: bool = False) -> None:
+        self.id, self.run_id, self.trace_id = id, run_id, trace_id
+        # read by Monitor.excludes, as a Record's metadata is: the run's own flag
+        self.metadata = EXCLUDED if excluded else NOT_EXCLUDED
+
+    def build(self) -> Record:
+        raise NotImplementedError
+
+
+def realize(record: Record | PendingRecord) -> Record | InvalidInput:
+    """The Record to score: a Record as it is, a PendingRecord built now. A build that fails (a
+    failure of groundtrace's own, logged and counted by the integration) becomes an InvalidInput,
+    which every engine turns into error Scores: counted as failed, never lost."""
+    if not isinstance(record, PendingRecord):
+        return record
+    try:
+        return record.build()
+    except Exception as error:
+        return InvalidInput(id=record.id, message=f"groundtrace failed to build the record ({type(error).__name__})")
 
 
 def salvage_id(value: Any) -> str | None:

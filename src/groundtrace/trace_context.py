@@ -25,10 +25,11 @@ def register_link_provider(name: str, provider: Callable[[], str | None]) -> Non
 def otel_ids(span: Any = None) -> tuple[str, str] | None:
     """(trace id, span id) in hex of ``span``, or of the current OpenTelemetry span; None if invalid."""
     if span is None:
-        if "opentelemetry.trace" not in sys.modules:
+        # the module itself, not an import statement (a `from` import of a submodule runs
+        # importlib's Python code each time): this runs at every request's start
+        trace = sys.modules.get("opentelemetry.trace")
+        if trace is None:
             return None
-        from opentelemetry import trace
-
         span = trace.get_current_span()
     context = span.get_span_context()
     if not context.is_valid:

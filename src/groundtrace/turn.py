@@ -276,7 +276,7 @@ def reading(calls: Sequence[ModelCall], answer_call: ModelCall, input_text: Rend
     return Reading(found, model_input, read)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Turn:
     """What one turn has shown so far; the integrations add to it as their events arrive."""
 

@@ -97,7 +97,8 @@ class CaptureCounter:
         self.reasons = NoRecordReasons(framework)
 
     def root(self) -> None:
-        self._add("roots")
+        with self._lock:  # once per request: no setattr by name
+            self._stats.roots += 1
 
     def recorded(self, excluded: bool) -> None:
         with self._lock:

@@ -125,7 +125,8 @@ def timed_queries(engine: Any, count: int, streaming: bool) -> list[float]:
 class HandlerClock:
     """Adds up the time spent inside groundtrace's handler methods while it is installed."""
 
-    METHODS = {GroundtraceSpanHandler: ("new_span", "prepare_to_exit_span", "prepare_to_drop_span"),
+    # what LlamaIndex's dispatcher calls (span_enter & co. call new_span & co. in the base class)
+    METHODS = {GroundtraceSpanHandler: ("span_enter", "span_exit", "span_drop"),
                GroundtraceEventHandler: ("handle",)}
 
     def __init__(self) -> None:

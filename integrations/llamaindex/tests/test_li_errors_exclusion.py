@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from groundtrace.record import realize
 from li_support import ANSWER, CONTEXTS, QUESTION, TOP_K, ScriptedLLM, assert_nothing_left, expected_nodes
 from llama_index.core.instrumentation.dispatcher import instrument_tags
 from llama_index.core.query_engine import RetrieverQueryEngine
@@ -59,9 +60,16 @@ def test_a_chat_whose_llm_raises_is_not_scored(index, instrumented, sink):
 
 
 def spy_on_submit(monitor, monkeypatch) -> list:
+    """The Records handed to the Monitor, as they are built (the integration hands over a
+    PendingRecord, which the Monitor's worker builds: realize() builds it here instead)."""
     submitted = []
     submit = monitor.submit
-    monkeypatch.setattr(monitor, "submit", lambda record, **options: submitted.append(record) or submit(record, **options))
+
+    def spy(record, **options):
+        submitted.append(realize(record))
+        return submit(submitted[-1], **options)
+
+    monkeypatch.setattr(monitor, "submit", spy)
     return submitted
 
 

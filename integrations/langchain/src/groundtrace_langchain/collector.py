@@ -12,12 +12,14 @@ nothing is rendered to text before the root ends (records.py).
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from groundtrace.redaction import get_logger
 from groundtrace.turn import ModelCall, Turn
 from groundtrace.turn_stats import CaptureCounter, CaptureStats
 from langchain_core.documents import Document
@@ -84,13 +86,16 @@ class RootRun:
     # run -> (the tool run it is inside, whether it is inside a retriever), for runs inside either
     within: dict[int, tuple[int | None, bool]] = field(default_factory=dict)
     members: list[int] = field(default_factory=list)  # run_id.int of every tracked descendant
+    closed: bool = False  # ended or evicted: its runs are being forgotten
 
 
 class Collector:
     def __init__(self, max_roots: int = DEFAULT_MAX_ROOTS) -> None:
         self.max_roots = max_roots
         self._lock = threading.Lock()
-        self._roots: dict[Key, RootRun] = {}  # insertion order = start order, for eviction
+        # insertion order = start order, for eviction. Public for one use: a handler tells a root's end
+        # from the many other chain ends by one membership test, without the lock or a call
+        self.roots: dict[Key, RootRun] = {}
         self._owners: dict[Key, RootRun] = {}  # every tracked run, root or descendant -> its root
         self.counts = CaptureCounter("LangChain")  # where every root went: see stats()
 
@@ -99,11 +104,11 @@ class Collector:
         key = (scope, root.run_id.int)
         evicted = []
         with self._lock:
-            self._roots[key] = root
+            self.roots[key] = root
             self._owners[key] = root
             self.counts.root()
-            while len(self._roots) > self.max_roots:
-                oldest_key = next(iter(self._roots))
+            while len(self.roots) > self.max_roots:
+                oldest_key = next(iter(self.roots))
                 evicted.append(self._forget(oldest_key))
         if evicted:
             self.counts.evicted(len(evicted), EVICTED_HINT)
@@ -120,12 +125,26 @@ class Collector:
         return root, root.within.get(parent, (None, False))
 
     def adopt(self, scope: int, run_id: UUID, parent_run_id: UUID) -> RootRun | None:
-        """Track a run under its parent's root; None if the parent is not tracked here."""
-        with self._lock:
-            root, inside = self._adopted(scope, run_id.int, parent_run_id.int)
-            if root is not None and inside != (None, False):
-                root.within[run_id.int] = inside
-            return root
+        """Track a run under its parent's root; None if the parent is not tracked here.
+
+        This runs for every chain step, so it takes no lock: each dict and list operation is
+        atomic, and a root that ended meanwhile (its ``closed`` set before its runs are forgotten)
+        is seen after the run was added, which then removes itself."""
+        owners = self._owners
+        parent = parent_run_id.int
+        root = owners.get((scope, parent))
+        if root is None:
+            return None
+        key = (scope, run_id.int)
+        owners[key] = root
+        root.members.append(key[1])
+        if root.within:  # only runs inside a tool or a retriever are noted there
+            inside = root.within.get(parent)
+            if inside is not None:
+                root.within[key[1]] = inside
+        if root.closed:
+            owners.pop(key, None)
+        return root
 
     def adopt_retriever(self, scope: int, run_id: UUID, parent_run_id: UUID, query: str,
                         name: str | None = None) -> RootRun | None:
@@ -169,14 +188,15 @@ class Collector:
     def pop_root(self, scope: int, run_id: UUID) -> RootRun | None:
         """Stop tracking a root and all its runs; None if ``run_id`` is not a root of this scope."""
         key = (scope, run_id.int)
-        if key not in self._roots:  # most ends are not roots' ends: answer those without the lock
+        if key not in self.roots:  # most ends are not roots' ends: answer those without the lock
             return None
         with self._lock:
-            return self._forget(key) if key in self._roots else None
+            return self._forget(key) if key in self.roots else None
 
     def _forget(self, key: Key) -> RootRun:
         scope = key[0]
-        root = self._roots.pop(key)
+        root = self.roots.pop(key)
+        root.closed = True  # before its runs go: a run adopted meanwhile sees it (adopt takes no lock)
         self._owners.pop(key, None)
         for member in root.members:
             self._owners.pop((scope, member), None)
@@ -185,7 +205,7 @@ class Collector:
     def stats(self) -> CaptureStats:
         """Where every root went (groundtrace.turn_stats.CaptureStats)."""
         with self._lock:
-            in_flight = len(self._roots)
+            in_flight = len(self.roots)
         return self.counts.snapshot(in_flight)
 
     def tracked_runs(self) -> int:
@@ -195,3 +215,18 @@ class Collector:
 
 
 COLLECTOR = Collector()
+log = get_logger("groundtrace.langchain")
+_reported: set[tuple[str, str]] = set()
+
+
+def report_failure(event: str) -> None:
+    """A callback of ours (or a Record's build in the Monitor's worker) failed: LangChain and the
+    application never see it. Count it, log it loudly once per kind, then quietly."""
+    COLLECTOR.counts.callback_error()
+    error = sys.exc_info()[1]
+    kind = (event, type(error).__name__)
+    if kind in _reported:
+        log.debug("groundtrace: %s failed: %r", event, error)
+    else:
+        _reported.add(kind)
+        log.warning("groundtrace: %s failed (scoring of this run is skipped)", event, exc_info=True)

@@ -7,7 +7,7 @@ and return None when nothing fits.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
@@ -54,9 +54,12 @@ def _human_text(item: Any) -> str | None:
     return None
 
 
-def _last_human_text(messages: Iterable[Any]) -> str | None:
-    texts = [text for text in map(_human_text, messages) if text is not None]
-    return texts[-1] if texts else None
+def _last_human_text(messages: Sequence[Any]) -> str | None:
+    for message in reversed(messages):
+        text = _human_text(message)
+        if text is not None:
+            return text
+    return None
 
 
 def question_from_input(value: Any) -> str | None:
@@ -75,7 +78,7 @@ def question_from_input(value: Any) -> str | None:
                 if found:
                     return found
         messages = value.get("messages")
-        return _last_human_text(messages) if isinstance(messages, Sequence) else None
+        return _last_human_text(messages) if isinstance(messages, Sequence) and not isinstance(messages, str) else None
     if isinstance(value, Sequence):
         return _last_human_text(value)
     return None
@@ -100,9 +103,10 @@ def answer_from_output(value: Any, answer_key: str | None = None) -> str | None:
     if answer_key is not None:
         return _text_value(value.get(answer_key))
     for key in ANSWER_KEYS:
-        found = _text_value(value.get(key))
-        if found is not None:
-            return found
+        if key in value:
+            found = _text_value(value[key])
+            if found is not None:
+                return found
     messages = value.get("messages")
     if isinstance(messages, Sequence) and not isinstance(messages, str):
         for message in reversed(messages):
@@ -142,7 +146,8 @@ def call_input_text(call_input: Any) -> str | None:
 def is_routing(message: BaseMessage) -> bool:
     """A handoff's acknowledgement ("Successfully transferred to ..."): control flow, not content.
     langgraph-supervisor and langgraph-swarm mark them in response_metadata."""
-    return any(key in message.response_metadata for key in HANDOFF_KEYS)
+    metadata = message.response_metadata  # (no generator: this runs for every tool output and message read)
+    return bool(metadata) and (HANDOFF_KEYS[0] in metadata or HANDOFF_KEYS[1] in metadata)
 
 
 def tool_messages(call_input: Any) -> list[ToolMessage]:

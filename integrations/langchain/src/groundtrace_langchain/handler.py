@@ -19,7 +19,6 @@ from groundtrace.capture import end_request_span, prepare_shared_capture, shared
 from groundtrace.config import Settings
 from groundtrace.monitor import Monitor, check_sample_rate
 from groundtrace.privacy import Mask
-from groundtrace.redaction import get_logger
 from groundtrace.trace_context import current_links, otel_ids
 from groundtrace.turn import ToolFilter
 from groundtrace.turn_stats import CaptureStats
@@ -28,25 +27,11 @@ from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 
-from groundtrace_langchain.collector import COLLECTOR, RootRun
-from groundtrace_langchain.records import NothingToScore, build_record
+from groundtrace_langchain.collector import COLLECTOR, RootRun, log, report_failure
+from groundtrace_langchain.records import NothingToScore, read_end
 
-log = get_logger("groundtrace.langchain")
 TRACER_NAME = "groundtrace.langchain"
 _scopes = itertools.count(1)
-_reported: set[tuple[str, str]] = set()
-
-
-def _report_failure(event: str) -> None:
-    """LangChain must never see our failure: count it, log it loudly once per kind, then quietly."""
-    COLLECTOR.counts.callback_error()
-    error = sys.exc_info()[1]
-    kind = (event, type(error).__name__)
-    if kind in _reported:
-        log.debug("groundtrace: %s failed: %r", event, error)
-    else:
-        _reported.add(kind)
-        log.warning("groundtrace: %s failed (scoring of this run is skipped)", event, exc_info=True)
 
 
 class GroundtraceCallbackHandler(BaseCallbackHandler):
@@ -72,6 +57,9 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
     # not ignore_agent: LangChain files tool events under it.
     ignore_retry = True
     ignore_custom_event = True
+    # and the events we use, as plain class attributes: LangChain reads one per event per handler,
+    # and the base class's properties are a Python call each
+    ignore_llm = ignore_chain = ignore_agent = ignore_retriever = ignore_chat_model = False
 
     def __init__(
         self,
@@ -125,7 +113,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
         if self.owns_monitor and self._monitor is not None:
             self._monitor.close()
 
-    # Every callback body runs under `try: ... except Exception: _report_failure(...)`, written out
+    # Every callback body runs under `try: ... except Exception: report_failure(...)`, written out
     # rather than as a decorator: a wrapper would re-pack LangChain's keyword arguments on every event.
 
     # ---------------------------------------------------------------------------------- chains
@@ -135,15 +123,16 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             if parent_run_id is None or COLLECTOR.adopt(self._scope, run_id, parent_run_id) is None:
                 self._start_root(run_id, inputs, tags, metadata, kwargs.get("name"))
         except Exception:
-            _report_failure("on_chain_start")
+            report_failure("on_chain_start")
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
         try:
-            root = COLLECTOR.pop_root(self._scope, run_id)
-            if root is not None:
-                self._submit(root, outputs, kwargs.get("inputs"))
+            if (self._scope, run_id.int) in COLLECTOR.roots:  # most chain ends are not a root's
+                root = COLLECTOR.pop_root(self._scope, run_id)
+                if root is not None:
+                    self._submit(root, outputs, kwargs.get("inputs"))
         except Exception:
-            _report_failure("on_chain_end")
+            report_failure("on_chain_end")
 
     def on_chain_error(self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None,
                        **kwargs: Any) -> None:
@@ -155,7 +144,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
                 log.debug("groundtrace: root run %s (%s) raised %s: nothing is scored", run_id, root.name,
                           type(error).__name__)
         except Exception:
-            _report_failure("on_chain_error")
+            report_failure("on_chain_error")
 
     # ------------------------------------------------------------------------------ retrievers
     def on_retriever_start(self, serialized: Any, query: str, *, run_id: UUID, parent_run_id: UUID | None = None,
@@ -165,7 +154,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
                 name = kwargs.get("name") or (serialized or {}).get("name")
                 COLLECTOR.adopt_retriever(self._scope, run_id, parent_run_id, query, name)
         except Exception:
-            _report_failure("on_retriever_start")
+            report_failure("on_retriever_start")
 
     def on_retriever_end(self, documents: Sequence[Document], *, run_id: UUID, parent_run_id: UUID | None = None,
                          **kwargs: Any) -> None:
@@ -175,7 +164,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             if retrieval is not None:
                 retrieval.documents = documents
         except Exception:
-            _report_failure("on_retriever_end")
+            report_failure("on_retriever_end")
 
     # -------------------------------------------------------------------------------- models
     # A model call's input and output are stored as LangChain gave them; records.py renders only
@@ -194,7 +183,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             if root is not None:
                 root.pending[run_id.int] = root.turn.start_call(model_input)
         except Exception:
-            _report_failure(event)
+            report_failure(event)
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, parent_run_id: UUID | None = None,
                    **kwargs: Any) -> None:
@@ -204,7 +193,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             if call is not None:
                 call.output = response
         except Exception:
-            _report_failure("on_llm_end")
+            report_failure("on_llm_end")
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None,
                      **kwargs: Any) -> None:
@@ -213,7 +202,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             if root is not None:
                 root.pending.pop(run_id.int, None)
         except Exception:
-            _report_failure("on_llm_error")
+            report_failure("on_llm_error")
 
     # --------------------------------------------------------------------------------- tools
     def on_tool_start(self, serialized: Any, input_str: str, *, run_id: UUID, parent_run_id: UUID | None = None,
@@ -226,7 +215,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
                 COLLECTOR.adopt_tool(self._scope, run_id, parent_run_id, name,
                                      input_str if arguments is None else arguments, kwargs.get("tool_call_id"))
         except Exception:
-            _report_failure("on_tool_start")
+            report_failure("on_tool_start")
 
     def on_tool_end(self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
         try:
@@ -235,27 +224,31 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             if tool is not None:
                 tool.output = output
         except Exception:
-            _report_failure("on_tool_end")
+            report_failure("on_tool_end")
 
     # ---------------------------------------------------------------------------------- roots
     def _start_root(self, run_id: UUID, inputs: Any, tags: list[str] | None, metadata: dict[str, Any] | None,
                     name: str | None) -> None:
-        metadata = metadata or {}
-        excluded = Monitor.excludes(metadata)  # an excluded run starts no span and reads no links
+        excluded = bool(metadata) and Monitor.excludes(metadata)  # an excluded run starts no span, reads no links
         ids, span = (None, None) if excluded else _request_ids(run_id, name)
         root = RootRun(
-            run_id=run_id, name=name, inputs=inputs, tags=list(tags or ()), metadata=dict(metadata),
-            excluded=excluded, otel_ids=ids, request_span=span, links={} if excluded else current_links(),
+            run_id=run_id, name=name, inputs=inputs, tags=list(tags) if tags else [],
+            metadata=dict(metadata) if metadata else {}, excluded=excluded, otel_ids=ids, request_span=span,
+            links={} if excluded else current_links(),
         )
         for evicted in COLLECTOR.add_root(self._scope, root):
             end_request_span(evicted.request_span)
 
     # ------------------------------------------------------------------------------ submitting
     def _submit(self, root: RootRun, outputs: Any, end_inputs: Any) -> None:
-        """Score a root that ended (it is no longer tracked): every way out is counted once."""
+        """Score a root that ended (it is no longer tracked): every way out is counted once.
+
+        Here, on the application's thread, only what cannot wait is read (read_end); the Record
+        itself is built by the Monitor's worker, and only if the Monitor keeps it."""
         try:
-            end_request_span(root.request_span)
-            record = build_record(root, outputs, end_inputs, self.answer_key, self.tools)
+            if root.request_span is not None:
+                end_request_span(root.request_span)
+            record = read_end(root, outputs, end_inputs, self.answer_key, self.tools)
             # the Monitor samples and counts exclusions; an excluded Record carries the run's flag
             self.monitor.submit(record, sample_rate=self._sample_rate, mask=self._mask)
         except NothingToScore as nothing:
@@ -273,9 +266,12 @@ def _request_ids(run_id: UUID, run_name: str | None) -> tuple[tuple[str, str] | 
 
     The current span (the application's, or OpenInference's) is used when there is one; else, with
     an SDK installed, a new ``groundtrace.request`` span, ended when the root ends."""
-    ids = otel_ids()
+    trace = sys.modules.get("opentelemetry.trace")  # OpenTelemetry is not imported here unless the app has
+    if trace is None:
+        return None, None
+    ids = otel_ids(trace.get_current_span())
     if ids is not None:
         return ids, None
-    span = start_request_span(TRACER_NAME, {"openinference.span.kind": "CHAIN", "groundtrace.run_id": str(run_id),
-                                            "groundtrace.run_name": run_name or ""})
+    span = start_request_span(TRACER_NAME, lambda: {"openinference.span.kind": "CHAIN", "groundtrace.run_id": str(run_id),
+                                                    "groundtrace.run_name": run_name or ""})
     return (otel_ids(span), span) if span is not None else (None, None)

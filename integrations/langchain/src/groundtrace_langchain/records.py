@@ -3,21 +3,22 @@
 reached the model call that wrote it, or a call whose reply it read (a sub-agent's answer handed to
 a supervisor, a tool that runs a model: the kit's rule). What is LangChain's own here: where a reply
 may be handed over (AI and tool messages, never a handoff's acknowledgement), the tool calls a tool
-ran inside, and tool results from earlier turns of a thread. Everything here runs once, at the
-root's end."""
+ran inside, and tool results from earlier turns of a thread. Everything here runs once per root:
+:func:`read_end` on the application's thread when the root ends, :meth:`TurnEnd.finish` (most of the
+work) later, in the Monitor's worker, and only for a Record the Monitor keeps."""
 
 from __future__ import annotations
 
 from typing import Any
 from uuid import UUID
 
-from groundtrace.record import Record
+from groundtrace.record import EXCLUDED, NOT_EXCLUDED, PendingRecord, Record
 from groundtrace.trace_context import current_links
-from groundtrace.turn import DOCUMENT, TOOL, Passage, Selection, ToolFilter, normalize, select_contexts
+from groundtrace.turn import DOCUMENT, TOOL, ModelCall, Passage, Selection, ToolFilter, normalize, select_contexts
 from langchain_core.documents import Document
 from langchain_core.messages import ToolMessage
 
-from groundtrace_langchain.collector import Retrieval, RootRun, ToolRun
+from groundtrace_langchain.collector import Retrieval, RootRun, ToolRun, report_failure
 from groundtrace_langchain.extract import (
     answer_from_output,
     call_input_text,
@@ -64,7 +65,10 @@ def _root_metadata(root: RootRun) -> dict[str, Any]:
 def _links(root: RootRun) -> dict[str, str]:
     # Ids seen at the start win: they were read inside the request; the end may add ids that other
     # tools created lazily during the run. Nothing is attached to an excluded run's traces.
-    return {} if root.excluded else {**current_links(), **root.links}
+    if root.excluded:
+        return {}
+    found = current_links()
+    return {**found, **root.links} if root.links else found
 
 
 def _ids(root: RootRun) -> tuple[str | None, str | None]:
@@ -199,63 +203,123 @@ def _queries(root: RootRun) -> None:
 
 def build_record(root: RootRun, outputs: Any, end_inputs: Any, answer_key: str | None,
                  tools: ToolFilter = EVERY_TOOL) -> Record:
-    """The Record of a finished root run.
+    """The Record of a finished root run, built at once (see :func:`read_end`).
 
     Raises NothingToScore when no retriever or tool ran and no contexts came in or out (not a RAG
     answer), or when there is no answer (a stream closed before its first chunk, a chain returning None)."""
-    turn = root.turn
+    ended = read_end(root, outputs, end_inputs, answer_key, tools)
+    return ended if isinstance(ended, Record) else ended.finish()
+
+
+def read_end(root: RootRun, outputs: Any, end_inputs: Any, answer_key: str | None,
+             tools: ToolFilter = EVERY_TOOL) -> Record | TurnEnd:
+    """What the application's thread reads when a root ends: the question, the answer and the trace
+    links (the input and output are the application's objects, which it may change or reuse as soon
+    as the run returns, and the links belong to the request's context). When a retrieval or a tool's
+    output makes this a turn for sure, the rest (which passages reached the answer, the metadata,
+    the Record's validation) waits in a :class:`TurnEnd`, to be built off the application's thread
+    and only if the Record is kept; else the Record is built here, or NothingToScore raised."""
     # a streamed root starts with a placeholder input; its end event carries the real one
     inputs = end_inputs if end_inputs is not None else root.inputs
-    turn.question = question_from_input(inputs)
+    question = question_from_input(inputs)
     answer = answer_from_output(outputs, answer_key)
-    call = turn.answer_call(answer, generation_text)
+    call = None
     if answer is None:  # the answer is the last model generation (the output is no text we know)
+        call = root.turn.answer_call(None, generation_text)
         answer = generation_text(call.output) if call is not None else None
         if answer is None:
             raise NothingToScore(NO_ANSWER, NO_ANSWER_HINT)
-    # the answer's call and every call whose reply it read, handed over as an AI or tool message
-    reading = turn.reading(call, call_input_text, generation_text, replies_read) if call is not None else None
-    model_input = reading.model_input if reading is not None else None
-    read = [message for c in (reading.calls if reading is not None else ()) for message in tool_messages(c.input)]
-    order: dict[str, int] = {}
-    for message in read:
-        order.setdefault(message.tool_call_id, len(order))
-    found = _candidates(root, _history(read, root), order, tools)
-    metadata = _root_metadata(root)
-    if found.retrieved or any(p.kind == DOCUMENT or tools.allows(p.name) for p in found.passages):
-        selection = select_contexts(found.passages, model_input, tools, reading.read if reading is not None else ())
-    elif found.filtered_tools:
-        raise NothingToScore(FILTERED)
-    else:
-        carried = contexts_from_values(outputs, inputs)
-        if carried is None:
+    ended = TurnEnd(root, question, answer, call, _links(root), tools)
+    if _is_turn(root, tools):
+        return ended
+    return ended.finish(carried=contexts_from_values(outputs, inputs))
+
+
+def _is_turn(root: RootRun, tools: ToolFilter) -> bool:
+    """A retriever ran, or a tool that may be a context returned text: the Record will have its
+    contexts chosen among them (what :meth:`TurnEnd.finish` then never refuses)."""
+    sources = root.sources
+    if any(isinstance(source, Retrieval) and not source.nested for source in sources):
+        return True
+    for source in sources:  # only then render tool outputs
+        if isinstance(source, ToolRun) and source.ended and tools.allows(source.name):
+            text = tool_output_text(source.output)
+            if text and text.strip():
+                return True
+    return False
+
+
+class TurnEnd(PendingRecord):
+    """A root that ended, read as far as the application's thread needs to (:func:`read_end`): the
+    Record to be, handed to the Monitor, whose worker builds it (:meth:`build`) if it keeps it."""
+
+    __slots__ = ("root", "question", "answer", "call", "links", "tools")
+
+    def __init__(self, root: RootRun, question: str | None, answer: str, call: ModelCall | None,
+                 links: dict[str, str], tools: ToolFilter) -> None:
+        # PendingRecord's fields, set here rather than through its __init__ (this runs on every request)
+        self.id = self.run_id = str(root.run_id)
+        self.trace_id = root.otel_ids[0] if root.otel_ids is not None else None
+        self.metadata = EXCLUDED if root.excluded else NOT_EXCLUDED
+        self.root, self.question, self.answer, self.call, self.links, self.tools = root, question, answer, call, links, tools
+
+    def build(self) -> Record:
+        """The Record, in the Monitor's worker: a failure is groundtrace's own (logged and counted
+        in stats().callback_errors; the Monitor counts the record as failed, with error Scores)."""
+        try:
+            return self.finish()
+        except Exception:
+            report_failure("building the record")
+            raise
+
+    def finish(self, carried: list[Document | str] | None = None) -> Record:
+        """The Record: the contexts are the passages that reached the answer's model call (or,
+        with no retrieval and no tool output, what the application ``carried`` itself)."""
+        root, tools, answer = self.root, self.tools, self.answer
+        turn = root.turn
+        turn.question = self.question
+        call = self.call if self.call is not None else turn.answer_call(answer, generation_text)
+        # the answer's call and every call whose reply it read, handed over as an AI or tool message
+        reading = turn.reading(call, call_input_text, generation_text, replies_read) if call is not None else None
+        model_input = reading.model_input if reading is not None else None
+        read = [message for c in (reading.calls if reading is not None else ()) for message in tool_messages(c.input)]
+        order: dict[str, int] = {}
+        for message in read:
+            order.setdefault(message.tool_call_id, len(order))
+        found = _candidates(root, _history(read, root), order, tools)
+        metadata = _root_metadata(root)
+        if found.retrieved or any(p.kind == DOCUMENT or tools.allows(p.name) for p in found.passages):
+            selection = select_contexts(found.passages, model_input, tools, reading.read if reading is not None else ())
+        elif found.filtered_tools:
+            raise NothingToScore(FILTERED)
+        elif carried is None:
             raise NothingToScore(NO_SOURCE, NO_SOURCE_HINT)
-        # passages the application hands over itself are taken as given: it says what it used
-        selection = select_contexts([Passage(d.page_content, metadata={"document": d}) if isinstance(d, Document)
-                                     else Passage(d) for d in carried], None)
-    _queries(root)
-    question = turn.question
-    if question is None and turn.queries:  # the input holds no question we know: the first query stands in
-        question = turn.queries.pop(0)
-        metadata["question_from"] = "query"
-    contexts = selection.contexts
-    metadata["documents"] = [_origin(p) for p in contexts]
-    unused = _unused(selection, found)
-    if unused:
-        metadata["unused_contexts"] = unused
-    if selection.unchecked:
-        metadata["contexts_unchecked"] = True  # no model call was seen: every passage is kept
-    trace_id, span_id = _ids(root)
-    run_id = str(root.run_id)
-    return Record(
-        id=run_id,
-        question=question,
-        queries=turn.queries or None,
-        contexts=[p.text for p in contexts],
-        answer=answer,
-        metadata=metadata,
-        trace_id=trace_id,
-        span_id=span_id,
-        run_id=run_id,
-        trace_links=_links(root),
-    )
+        else:  # passages the application hands over itself are taken as given: it says what it used
+            selection = select_contexts([Passage(d.page_content, metadata={"document": d}) if isinstance(d, Document)
+                                         else Passage(d) for d in carried], None)
+        _queries(root)
+        question = turn.question
+        if question is None and turn.queries:  # the input holds no question we know: the first query stands in
+            question = turn.queries.pop(0)
+            metadata["question_from"] = "query"
+        contexts = selection.contexts
+        metadata["documents"] = [_origin(p) for p in contexts]
+        unused = _unused(selection, found)
+        if unused:
+            metadata["unused_contexts"] = unused
+        if selection.unchecked:
+            metadata["contexts_unchecked"] = True  # no model call was seen: every passage is kept
+        trace_id, span_id = _ids(root)
+        run_id = str(root.run_id)
+        return Record(
+            id=run_id,
+            question=question,
+            queries=turn.queries or None,
+            contexts=[p.text for p in contexts],
+            answer=answer,
+            metadata=metadata,
+            trace_id=trace_id,
+            span_id=span_id,
+            run_id=run_id,
+            trace_links=self.links,
+        )

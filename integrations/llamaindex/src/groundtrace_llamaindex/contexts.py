@@ -28,7 +28,6 @@ from groundtrace_llamaindex.extract import (
     llm_output_text,
     model_input_text,
     node_entry,
-    source_nodes,
     tool_messages,
 )
 
@@ -40,10 +39,12 @@ if TYPE_CHECKING:
 NODES, TOOL_OUTPUT = "nodes", "tool"
 
 
-def choose_contexts(run: RootRun, answer: str, result: Any, tools: ToolFilter) -> tuple[list[str], dict[str, Any]] | None:
+def choose_contexts(run: RootRun, answer: str, response_nodes: list[Any],
+                    tools: ToolFilter) -> tuple[list[str], dict[str, Any]] | None:
     """The contexts and the metadata that says where each came from, or None when the run saw
-    nothing that could be one (no retrieval, no tool output)."""
-    passages, latest, read_by_synthesizer = run_passages(run, source_nodes(result))
+    nothing that could be one (no retrieval, no tool output). ``response_nodes``: the source nodes
+    of what the root returned (extract.source_nodes), what a synthesizer read."""
+    passages, latest, read_by_synthesizer = run_passages(run, response_nodes)
     call = None if run.answer_call_unseen else run.turn.answer_call(answer, llm_output_text)
     reading = run.turn.reading(call, model_input_text, llm_output_text) if call is not None else None
     model_input, read = (reading.model_input, reading.read) if reading is not None else (None, [])

@@ -37,4 +37,7 @@ def exclude() -> Iterator[None]:
 
 def is_excluded(tags: Mapping[str, Any] | None) -> bool:
     # a workflow's run span is opened with no tags: the instrument_tags in force are read instead
-    return _excluded.get() or Monitor.excludes(tags if tags is not None else active_instrument_tags.get())
+    if _excluded.get():
+        return True
+    tags = tags if tags is not None else active_instrument_tags.get()
+    return bool(tags) and Monitor.excludes(tags)

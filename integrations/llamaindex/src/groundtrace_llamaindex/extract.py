@@ -78,11 +78,24 @@ def start_event_question(event: Any) -> str | None:
     query, else the last user message of its ``chat_history``."""
     if event is None:
         return None
+    # a typed field is an attribute; the rest (an AgentWorkflowStartEvent's user_msg too) sits in the
+    # event's own dict, which attribute access reaches through pydantic's __getattr__ (~5 µs a name)
+    fields = getattr(type(event), "model_fields", None) or {}
+    to_dict = getattr(event, "to_dict", None)
+    data = to_dict() if callable(to_dict) else None
+    if not isinstance(data, Mapping):
+        data = None
+
+    def value_of(name: str) -> Any:
+        if data is None or name in fields:
+            return getattr(event, name, None)
+        return data.get(name)
+
     for name in START_EVENT_INPUTS:
-        text = query_text(getattr(event, name, None))  # a typed field, or the event's own dict
+        text = query_text(value_of(name))
         if text:
             return text
-    return last_user_message(getattr(event, "chat_history", None))
+    return last_user_message(value_of("chat_history"))
 
 
 def node_entry(item: Any) -> NodeEntry | None:

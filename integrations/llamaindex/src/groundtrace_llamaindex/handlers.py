@@ -14,7 +14,7 @@ from llama_index.core.instrumentation.span import BaseSpan
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 from pydantic import Field
 
-from groundtrace_llamaindex.tracker import RootTracker
+from groundtrace_llamaindex.tracker import EVENT_READERS, RootTracker
 
 log = get_logger("groundtrace.llamaindex")
 
@@ -30,11 +30,11 @@ def _count_failure(tracker: RootTracker | None) -> None:
 class GroundtraceSpanHandler(BaseSpanHandler[BaseSpan]):
     """Tells the tracker where each span starts and how it ends (result, or the error it raised).
 
-    The tracker keeps its own record of open spans, so ``new_span`` returns None and LlamaIndex's
-    ``open_spans`` stays empty: filling it takes the base class's lock, read through a pydantic
-    private attribute, on every span's start and end (~15 µs a span, most of what this handler
-    cost per request before). Dispatcher.shutdown() therefore finds no span of ours to drop; it
-    calls ``close()``, which stops the tracker and forgets every open root.
+    The tracker keeps its own record of open spans, so LlamaIndex's ``open_spans`` stays empty:
+    filling it takes the base class's lock, read through a pydantic private attribute, on every
+    span's start and end (~15 µs a span, most of what this handler cost per request before).
+    Dispatcher.shutdown() therefore finds no span of ours to drop; it calls ``close()``, which
+    stops the tracker and forgets every open root.
     """
 
     # a field, not a private attribute: pydantic serves those through __getattr__, ~4 µs a call.
@@ -49,35 +49,51 @@ class GroundtraceSpanHandler(BaseSpanHandler[BaseSpan]):
     def class_name(cls) -> str:
         return "GroundtraceSpanHandler"
 
-    def new_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
-                 parent_span_id: str | None = None, tags: dict[str, Any] | None = None,
-                 **kwargs: Any) -> BaseSpan | None:
+    # The dispatcher calls span_enter / span_exit / span_drop; the base class's versions look the
+    # span up in open_spans (a pydantic field) and pass on by keyword to new_span & co. These go
+    # straight to the tracker: one call less per span start and end, on every span of every request.
+    def span_enter(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
+                   parent_id: str | None = None, tags: dict[str, Any] | None = None, **kwargs: Any) -> None:
         try:
             if self.tracker is not None:  # set by __init__
-                self.tracker.span_started(id_, parent_span_id, bound_args.arguments, tags, instance)
+                self.tracker.span_started(id_, parent_id, bound_args.arguments, tags, instance)
         except Exception:
             log.debug("groundtrace: span start %s failed", id_, exc_info=True)
             _count_failure(self.tracker)
-        return None
 
-    def prepare_to_exit_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
-                             result: Any = None, **kwargs: Any) -> BaseSpan | None:
+    def span_exit(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None, result: Any = None,
+                  **kwargs: Any) -> None:
         try:
-            if self.tracker is not None:  # set by __init__
+            if self.tracker is not None:
                 self.tracker.span_exited(id_, instance, result)
         except Exception:
             log.debug("groundtrace: span exit %s failed", id_, exc_info=True)
             _count_failure(self.tracker)
-        return None
 
-    def prepare_to_drop_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
-                             err: BaseException | None = None, **kwargs: Any) -> BaseSpan | None:
+    def span_drop(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
+                  err: BaseException | None = None, **kwargs: Any) -> None:
         try:
-            if self.tracker is not None:  # set by __init__
+            if self.tracker is not None:
                 self.tracker.span_dropped(id_, instance, err)
         except Exception:
             log.debug("groundtrace: span drop %s failed", id_, exc_info=True)
             _count_failure(self.tracker)
+
+    # BaseSpanHandler's abstract methods, for anyone who calls them directly (the dispatcher does not)
+    def new_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
+                 parent_span_id: str | None = None, tags: dict[str, Any] | None = None,
+                 **kwargs: Any) -> BaseSpan | None:
+        self.span_enter(id_, bound_args, instance, parent_span_id, tags)
+        return None
+
+    def prepare_to_exit_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
+                             result: Any = None, **kwargs: Any) -> BaseSpan | None:
+        self.span_exit(id_, bound_args, instance, result)
+        return None
+
+    def prepare_to_drop_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
+                             err: BaseException | None = None, **kwargs: Any) -> BaseSpan | None:
+        self.span_drop(id_, bound_args, instance, err)
         return None
 
     def close(self) -> None:
@@ -95,8 +111,11 @@ class GroundtraceEventHandler(BaseEventHandler):
         return "GroundtraceEventHandler"
 
     def handle(self, event: BaseEvent, **kwargs: Any) -> None:
+        read = EVENT_READERS.get(type(event))
+        if read is None:  # most events carry nothing for the Record: ignored at one dict lookup
+            return
         try:
-            self.tracker.on_event(event)
+            self.tracker.on_event(event, read)
         except Exception:
             log.debug("groundtrace: event %s failed", type(event).__name__, exc_info=True)
             _count_failure(self.tracker)

@@ -3,24 +3,31 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from groundtrace.capture import end_request_span, start_request_span
-from groundtrace.record import Record
+from groundtrace.record import EXCLUDED, NOT_EXCLUDED, PendingRecord, Record
+from groundtrace.redaction import get_logger
 from groundtrace.trace_context import current_links, otel_ids
 from groundtrace.turn import ModelCall, ToolFilter, Turn
 from llama_index.core.agent.workflow import AgentWorkflow
+from llama_index.core.schema import NodeWithScore
 from workflows import Workflow
 
-from groundtrace_llamaindex.contexts import NODES, TOOL_OUTPUT, choose_contexts
+from groundtrace_llamaindex.contexts import NODES, TOOL_OUTPUT, choose_contexts, tool_output_text
 from groundtrace_llamaindex.exclusion import is_excluded
 from groundtrace_llamaindex.extract import (
     input_text,
     last_user_message,
+    source_nodes,
     start_event_question,
     tool_query,
 )
+
+log = get_logger("groundtrace.llamaindex")
+_reported: set[str] = set()  # kinds of failure to build a Record, said once each
 
 # How much an event's answer is trusted when the root's own result carries none: the outermost
 # query's end is the final answer; a synthesis or a bare LLM call may be an intermediate step.
@@ -76,6 +83,7 @@ class RootRun:
     # a chat stream whose writer (LlamaIndex's write_response_to_history) the run waits for
     awaited_writer: Any = None
     answer_call_unseen: bool = False
+    closed: bool = False  # concluded, failed or evicted: no longer tracked
 
     @classmethod
     def start(cls, span_id: str, arguments: dict[str, Any], tags: dict[str, Any] | None,
@@ -162,11 +170,15 @@ class RootRun:
         a question or something retrieved."""
         return bool(self.question or self.first_question or self.found)
 
-    def to_record(self, answer: str | None, result: Any, tools: ToolFilter = EVERY_TOOL,
-                  span_text: bool = True) -> Record | str:
-        """The Record of this run, or why it has none. ``result``: what the root returned (its
-        source nodes are what a synthesizer read). ``span_text=False``: a request span written here
-        carries no question or answer (a mask or GROUNDTRACE_CAPTURE_TEXT=false is in force)."""
+    def read_end(self, answer: str | None, result: Any, tools: ToolFilter = EVERY_TOOL, span_text: bool = True,
+                 on_failure: Callable[[], None] | None = None) -> PendingRecord | Record | str:
+        """What this run's end makes, read on the application's thread: a :class:`TurnEnd` (the
+        Record to be, which the Monitor's worker builds if it keeps it) when a retrieval or a tool's
+        output makes this a turn for sure; else the Record built here; or why there is none.
+        ``result``: what the root returned (its source nodes are what a synthesizer read).
+        ``span_text=False``: a request span written here carries no question or answer (a mask or
+        GROUNDTRACE_CAPTURE_TEXT=false is in force). ``on_failure`` is called when building fails
+        in the worker (a failure of groundtrace's own, counted by the tracker)."""
         paired = None
         if answer is None and not self.workflow:  # the root returned no answer: take the best one
             answer, paired = self.answer_from_events, self.answer_question  # an event had, with its question
@@ -177,29 +189,15 @@ class RootRun:
             return NO_QUESTION
         if answer is None:
             return NO_ANSWER
-        chosen = choose_contexts(self, answer, result, tools)
-        if chosen is None:
-            return NOTHING_TO_SCORE
-        contexts, metadata = chosen
-        trace_ids = self.trace_ids
-        if trace_ids is None and not self.excluded:
-            shown: tuple[str | None, str | None] = (question, answer) if span_text else (None, None)
-            trace_ids = request_span(self.name, shown[0], shown[1], self.started_ns, time.time_ns())
-        if self.excluded:
-            metadata["groundtrace_exclude"] = True
-        return Record(
-            id=self.span_id,
-            question=question,
-            queries=[query for query in self.turn.queries if query != question] or None,
-            contexts=contexts,
-            answer=answer,
-            metadata=metadata,
-            trace_id=trace_ids[0] if trace_ids else None,
-            span_id=trace_ids[1] if trace_ids else None,
-            # a tracer whose handler runs after ours (MLflow autolog) has opened its trace only by now;
-            # what was current at the start wins
-            trace_links={} if self.excluded else {**current_links(), **self.trace_links},
-        )
+        ended = TurnEnd(self, question, answer, source_nodes(result), tools, on_failure)
+        chosen = None
+        if not ended.certain():  # nothing retrieved or returned yet in sight: choose here, maybe nothing
+            chosen = choose_contexts(self, answer, ended.response_nodes, tools)
+            if chosen is None:
+                return NOTHING_TO_SCORE
+        # a request span is written (with the request's own times) only for a turn that makes a Record
+        ended.seal(span_text)
+        return ended if chosen is None else ended.record(chosen)
 
     def _first_user_message(self) -> str | None:
         """A workflow resumed without a StartEvent: the user's message its first model call read."""
@@ -221,3 +219,79 @@ def request_span(root_name: str, question: str | None, answer: str | None, start
         return None
     end_request_span(span, end_time=end_ns)
     return otel_ids(span)
+
+
+class TurnEnd(PendingRecord):
+    """A root that ended, read as far as the application's thread needs to (:meth:`RootRun.read_end`):
+    its question and answer, the response's nodes, the trace ids and links (the context's). The
+    contexts are chosen, and the Record validated, by :meth:`build` in the Monitor's worker."""
+
+    __slots__ = ("run", "question", "answer", "response_nodes", "tools", "links", "span_id", "on_failure")
+
+    def __init__(self, run: RootRun, question: str, answer: str, response_nodes: list[Any], tools: ToolFilter,
+                 on_failure: Callable[[], None] | None) -> None:
+        self.id, self.run_id, self.trace_id, self.metadata = run.span_id, None, None, EXCLUDED if run.excluded else NOT_EXCLUDED
+        self.run, self.question, self.answer, self.response_nodes, self.tools = run, question, answer, response_nodes, tools
+        self.on_failure = on_failure
+        self.links: dict[str, str] = {}
+        self.span_id: str | None = None
+
+    def certain(self) -> bool:
+        """Will the run's candidates hold a passage (:func:`contexts.choose_contexts` never finds none)?
+        True when a node or a tool's text was seen; False leaves the answer to choose_contexts."""
+        if any(isinstance(node, NodeWithScore) for node in self.response_nodes):
+            return True
+        for kind, value, _ in self.run.found:
+            if kind == NODES:
+                if any(isinstance(node, NodeWithScore) for node in value):
+                    return True
+            elif tool_output_text(value):
+                return True
+        return False
+
+    def seal(self, span_text: bool) -> None:
+        """The ids that name the trace, read (or written: a request span) now, in the request's context."""
+        run = self.run
+        trace_ids = run.trace_ids
+        if trace_ids is None and not run.excluded:
+            shown: tuple[str | None, str | None] = (self.question, self.answer) if span_text else (None, None)
+            trace_ids = request_span(run.name, shown[0], shown[1], run.started_ns, time.time_ns())
+        self.trace_id, self.span_id = trace_ids if trace_ids is not None else (None, None)
+        # a tracer whose handler runs after ours (MLflow autolog) has opened its trace only by now;
+        # what was current at the start wins
+        self.links = {} if run.excluded else {**current_links(), **run.trace_links}
+
+    def build(self) -> Record:
+        """The Record, in the Monitor's worker."""
+        try:
+            chosen = choose_contexts(self.run, self.answer, self.response_nodes, self.tools)
+            if chosen is None:  # certain() said there would be a passage
+                raise ValueError("no passage after all")
+            return self.record(chosen)
+        except Exception as error:
+            kind = type(error).__name__
+            if kind in _reported:  # loudly once per kind of failure, then quietly
+                log.debug("groundtrace: building the record of %s failed: %r", self.run.name, error)
+            else:
+                _reported.add(kind)
+                log.warning("groundtrace: building the record of %s failed", self.run.name, exc_info=True)
+            if self.on_failure is not None:
+                self.on_failure()
+            raise
+
+    def record(self, chosen: tuple[list[str], dict[str, Any]]) -> Record:
+        run = self.run
+        contexts, metadata = chosen
+        if run.excluded:
+            metadata["groundtrace_exclude"] = True
+        return Record(
+            id=run.span_id,
+            question=self.question,
+            queries=[query for query in run.turn.queries if query != self.question] or None,
+            contexts=contexts,
+            answer=self.answer,
+            metadata=metadata,
+            trace_id=self.trace_id,
+            span_id=self.span_id,
+            trace_links=self.links,
+        )

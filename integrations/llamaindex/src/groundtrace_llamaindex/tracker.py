@@ -27,7 +27,6 @@ from typing import Any
 
 from groundtrace.monitor import Monitor
 from groundtrace.privacy import Mask
-from groundtrace.record import Record
 from groundtrace.redaction import get_logger
 from groundtrace.turn import ToolFilter
 from groundtrace.turn_stats import CaptureCounter, CaptureStats
@@ -85,12 +84,12 @@ class RootTracker:
         self._max_open_roots = max_open_roots
         self._lock = threading.Lock()
         self._runs: dict[str, RootRun] = {}  # root span id -> run, oldest first
-        self._root_of: dict[str, str] = {}  # span id (roots included) -> its root span id
+        self._root_of: dict[str, RootRun] = {}  # span id (roots included) -> its root's run
         # only spans inside a tool call or an LLM call: span id -> (tool call span, outermost LLM span)
         self._scope_of: dict[str, tuple[str | None, str | None]] = {}
         # a model call's span whose end event is still to come: a stream's comes after its span ended
-        self._awaiting: dict[str, str] = {}
-        self._kinds: dict[type, int] = {}
+        self._awaiting: dict[str, RootRun] = {}
+        self._kinds: dict[type, int] = {type(None): _PLAIN}
         self._closed = False
         self._warned_full = False
         self._counts = CaptureCounter("LlamaIndex")  # where every root went: see stats()
@@ -115,55 +114,67 @@ class RootTracker:
         self._counts.callback_error()
 
     # ----------------------------------------------------------------------------- spans
+    # A root's start and end, and every event read, hold the lock. A child span's start and end
+    # (most of the calls) take none: each dict and set operation is atomic, and a run forgotten
+    # meanwhile (``closed`` is set before its spans go) is seen after the span was filed, which
+    # then removes itself.
     def span_started(self, span_id: str, parent_id: str | None, arguments: dict[str, Any],
                      tags: dict[str, Any] | None, instance: Any = None) -> bool:
         """File a new span under its root; True if it is tracked."""
         if self._closed:
             return False
-        kind = self._kind(instance)
+        kind = self._kinds.get(type(instance))  # a dict read for every class seen before
+        if kind is None:
+            kind = self._kind(instance)
         if parent_id is None:
-            run = RootRun.start(span_id, arguments, tags, instance, workflow=kind == _WORKFLOW)
+            self._start_root(span_id, arguments, tags, instance, kind)
+            return True
+        run = self._root_of.get(parent_id)
+        if run is None:  # under a span that began before instrument(), or already ended
+            return False
+        self._root_of[span_id] = run
+        run.open_children.add(span_id)
+        if kind != _PLAIN or parent_id in self._scope_of:  # most spans are neither in nor of a tool or LLM
             with self._lock:
-                self._counts.root()
-                self._runs[span_id] = run
-                self._root_of[span_id] = span_id
-                if kind != _PLAIN:
-                    self._enter_scope(run, span_id, NO_SCOPE, kind, instance, arguments)
-                evicted = self._evict_beyond_limit()
-            if evicted:
-                self._counts.evicted(evicted, EVICTED_HINT)
-                if not self._warned_full:
-                    self._warned_full = True
-                    log.warning("groundtrace: more than %d LlamaIndex requests open at once; the oldest are "
-                                "dropped unscored", self._max_open_roots)
-            return True
+                self._enter_scope(run, span_id, self._scope_of.get(parent_id, NO_SCOPE), kind, instance, arguments)
+        if run.closed:
+            self._root_of.pop(span_id, None)
+            self._scope_of.pop(span_id, None)
+        return True
+
+    def _start_root(self, span_id: str, arguments: dict[str, Any], tags: dict[str, Any] | None, instance: Any,
+                    kind: int) -> None:
+        run = RootRun.start(span_id, arguments, tags, instance, workflow=kind == _WORKFLOW)
         with self._lock:
-            root_id = self._root_of.get(parent_id)
-            if root_id is None:  # under a span that began before instrument(), or already ended
-                return False
-            self._root_of[span_id] = root_id
-            run = self._runs[root_id]
-            run.open_children.add(span_id)
-            scope = self._scope_of.get(parent_id, NO_SCOPE)
-            if kind != _PLAIN or scope is not NO_SCOPE:  # most spans are neither in nor of a tool or LLM
-                self._enter_scope(run, span_id, scope, kind, instance, arguments)
-            return True
+            self._counts.root()
+            self._runs[span_id] = run
+            self._root_of[span_id] = run
+            if kind != _PLAIN:
+                self._enter_scope(run, span_id, NO_SCOPE, kind, instance, arguments)
+            evicted = self._evict_beyond_limit()
+        if evicted:
+            self._counts.evicted(evicted, EVICTED_HINT)
+            if not self._warned_full:
+                self._warned_full = True
+                log.warning("groundtrace: more than %d LlamaIndex requests open at once; the oldest are "
+                            "dropped unscored", self._max_open_roots)
 
     def span_exited(self, span_id: str, instance: Any, result: Any) -> None:
+        run = self._root_of.get(span_id)
+        if run is None:
+            return
+        if span_id != run.span_id and (instance is None or instance is not run.awaited_writer):
+            self._read_child_result(run, span_id, instance, result)
+            self._close_child(run, span_id)
+            return
         with self._lock:
-            root_id = self._root_of.get(span_id)
-            if root_id is None:
+            if self._root_of.get(span_id) is not run:  # concluded meanwhile
                 return
-            run = self._runs[root_id]
-            if span_id == root_id:
+            if span_id == run.span_id:
                 if self._await_chat_writer(run, result):
                     return
-            elif instance is not None and instance is run.awaited_writer:
-                result = instance  # the writer has put the whole streamed answer on its response
             else:
-                self._read_child_result(run, span_id, instance, result)
-                self._close_child(run, span_id)
-                return
+                result = instance  # the writer has put the whole streamed answer on its response
             self._forget(run)
         try:
             self._conclude(run, result)
@@ -171,34 +182,36 @@ class RootTracker:
             self._unreadable(run)
 
     def span_dropped(self, span_id: str, instance: Any, err: BaseException | None) -> None:
+        run = self._root_of.get(span_id)
+        if run is None:
+            return
+        if span_id != run.span_id and (instance is None or instance is not run.awaited_writer):
+            self._close_child(run, span_id)
+            return  # a step failed; the root may still recover and answer
         with self._lock:
-            root_id = self._root_of.get(span_id)
-            if root_id is None:
+            if self._root_of.get(span_id) is not run:
                 return
-            run = self._runs[root_id]
-            if span_id != root_id and not (instance is not None and instance is run.awaited_writer):
-                self._close_child(run, span_id)
-                return  # a step failed; the root may still recover and answer
             self._forget(run)
         log.debug("groundtrace: %s raised %s: not scored", run.name, type(err).__name__)
         self._counts.failed("its answer is not scored")
 
     # ---------------------------------------------------------------------------- events
-    def on_event(self, event: Any) -> None:
-        read = EVENT_READERS.get(type(event))
+    def on_event(self, event: Any, read: EventReader | None = None) -> None:
+        """File an event's content under its run; ``read``: its reader, if the caller looked it up."""
+        if read is None:
+            read = EVENT_READERS.get(type(event))
         span_id = event.span_id
         if read is None or span_id is None:
             return
         with self._lock:
-            root_id = self._root_of.get(span_id) or self._awaiting.get(span_id)
-            run = self._runs.get(root_id) if root_id is not None else None
-            if run is not None:
+            run = self._root_of.get(span_id) or self._awaiting.get(span_id)
+            if run is not None and not run.closed:
                 read(self, run, span_id, event)
 
     def _start_call(self, run: RootRun, span_id: str, model_input: Any) -> None:
         llm_span = self._scope_of.get(span_id, NO_SCOPE)[1] or span_id
         if run.start_call(span_id, llm_span, model_input):
-            self._awaiting[span_id] = run.span_id
+            self._awaiting[span_id] = run
 
     def _end_call(self, run: RootRun, span_id: str, response: Any) -> None:
         if run.end_call(span_id, response):  # False for a nested wrapper's end (the same response)
@@ -275,8 +288,9 @@ class RootTracker:
             if not run.is_turn():
                 self._counts.not_turn()
                 return
-            record = run.to_record(answer, result, self._tools, span_text=self._span_text)
-            if not isinstance(record, Record):
+            # the Record itself is built by the Monitor's worker, and only if the Monitor keeps it
+            record = run.read_end(answer, result, self._tools, span_text=self._span_text, on_failure=self.callback_failed)
+            if isinstance(record, str):
                 log.debug("groundtrace: %s made no record: %s", run.name, record)
                 self._no_record(record)
                 return
@@ -328,15 +342,17 @@ class RootTracker:
         # an ended span is forgotten at once, so a long root holds only its open spans. The events
         # read here are sent inside their spans, except a streamed LLM call's end event, which comes
         # after its span: that call is found through _awaiting.
-        del self._root_of[span_id]
-        self._scope_of.pop(span_id, None)
+        self._root_of.pop(span_id, None)
+        if self._scope_of:
+            self._scope_of.pop(span_id, None)
         run.open_children.discard(span_id)
 
     def _forget(self, run: RootRun) -> None:
+        run.closed = True  # first: a child span filed meanwhile (without the lock) sees it and goes
         self._runs.pop(run.span_id, None)
         self._root_of.pop(run.span_id, None)
         self._scope_of.pop(run.span_id, None)
-        for span_id in run.open_children:
+        for span_id in tuple(run.open_children):  # a copy: a child may be filed while this runs
             self._root_of.pop(span_id, None)
             self._scope_of.pop(span_id, None)
         for span_id in run.pending:
@@ -358,9 +374,10 @@ def tool_name(tool: Any) -> str | None:
     return name if isinstance(name, str) else None
 
 
+EventReader = Callable[["RootTracker", RootRun, str, Any], None]
 # The events that carry something for the Record; every other event is ignored at one dict lookup.
 # Each reader runs with the tracker's lock held.
-EVENT_READERS: dict[type, Callable[[RootTracker, RootRun, str, Any], None]] = {
+EVENT_READERS: dict[type, EventReader] = {
     QueryStartEvent: lambda t, run, s, e: run.note_question(query_text(e.query)),
     RetrievalStartEvent: lambda t, run, s, e: run.note_question(query_text(e.str_or_query_bundle)),
     RetrievalEndEvent: lambda t, run, s, e: run.note_nodes(e.nodes, t._tool_call_of(s)),
