@@ -23,8 +23,9 @@
    of this process (the Monitor's worker included) and none of the scoring process's; the worker
    thread's own share is read from /proc (Linux).
 
-An application shape is a function ``shape(wait_s) -> App`` in APPS (an LCEL RAG chain today; a
-LangGraph agent can be added the same way). Every number comes from one run on one machine:
+An application shape is a function ``shape(wait_s) -> App`` in APPS: ``lcel_rag`` (the chain
+above) and ``langgraph_agent`` (langchain's create_agent with a retriever tool: two model calls per
+question, each waiting 10 ms). Every number comes from one run on one machine:
 compare variants within a run, never across runs or machines.
 """
 
@@ -45,7 +46,10 @@ from typing import Any
 from groundtrace.monitor import Monitor
 from langchain_core.callbacks import CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
+from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.output_parsers import StrOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 from langchain_core.retrievers import BaseRetriever
@@ -110,7 +114,50 @@ def lcel_rag(wait_s: float) -> App:
                [question for _, question, _ in PASSAGES])
 
 
-APPS: dict[str, Callable[[float], App]] = {"lcel_rag": lcel_rag}
+class ScriptedAgentModel(BaseChatModel):
+    """A tool-calling agent's model: asks the search tool with the user's words, then answers from
+    what the tool returned (the planted answer of the passage found). Each call waits ``wait_s``."""
+
+    wait_s: float = 0.0
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-agent"
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedAgentModel:  # type: ignore[override]
+        return self
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                  **kwargs: Any) -> ChatResult:
+        if self.wait_s:
+            time.sleep(self.wait_s)
+        last = messages[-1]
+        if isinstance(last, ToolMessage):
+            found = str(last.content)
+            answer = next((a for text, _, a in PASSAGES if text in found), "I do not know.")
+            reply = AIMessage(answer)
+        else:
+            query = str(last.content)
+            reply = AIMessage("", tool_calls=[{"name": "search_passages", "args": {"query": query}, "id": "call_1"}])
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def langgraph_agent(wait_s: float) -> App:
+    """langchain's create_agent (a LangGraph graph) with a retriever tool: two model calls per
+    question (a tool call, then the answer), each waiting ``wait_s``."""
+    from langchain.agents import create_agent
+    from langchain_core.tools import create_retriever_tool
+
+    documents = [Document(page_content=text, metadata={"source": f"doc{i}.md"}, id=f"doc{i}")
+                 for i, (text, _, _) in enumerate(PASSAGES)]
+    search = create_retriever_tool(WordRetriever(documents=documents, k=1), "search_passages", "Search the passages.")
+    agent = create_agent(ScriptedAgentModel(wait_s=wait_s), tools=[search], system_prompt="Answer from the passages.")
+    return App(lambda question, callbacks: agent.invoke({"messages": [{"role": "user", "content": question}]},
+                                                        config={"callbacks": callbacks}),
+               [question for _, question, _ in PASSAGES])
+
+
+APPS: dict[str, Callable[[float], App]] = {"lcel_rag": lcel_rag, "langgraph_agent": langgraph_agent}
 
 
 # ------------------------------------------------------------------------------------ what is attached
