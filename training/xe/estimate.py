@@ -3,7 +3,7 @@ sample of the tokenized stage-1 examples (``run.py tokenize``: the reading's win
 wall clock and by this process's CPU time (the machine is shared: CPU seconds are what a quiet machine
 would take per thread), and the time one epoch of every stage-1 example would take at that speed.
 
-    python training/xe/estimate.py --work WORK [--items items.pkl] [--steps 8] [--token-budget 4096] [--threads 2]
+    python training/xe/estimate.py --work WORK [--items items.pkl] [--steps 8] [--token-budget 4096] [--threads 2] [--precision fp32]
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--token-budget", type=int, default=4096)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--precision", default="fp32", choices=xe_train.PRECISIONS)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     with open(args.work / args.items, "rb") as f:
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     wall = cpu = 0.0
     for k, batch in enumerate(plan):
         w0, c0 = time.perf_counter(), time.process_time()
-        logits, item_of, _ = xe_train.batch_logits(model, batch, pad, torch.device("cpu"))
+        logits, item_of, _ = xe_train.batch_logits(model, batch, pad, torch.device("cpu"), args.precision)
         loss = xe_train.loss_of(batch, logits, item_of, 0.5, 0.05)
         optimizer.zero_grad()
         loss.backward()
@@ -65,13 +66,16 @@ def main(argv: list[str] | None = None) -> int:
     per_example = np.mean([it.tokens for it in items])
     out = {
         "reading": data.get("_reading", "all"), "threads": args.threads, "token_budget": args.token_budget,
+        "precision": args.precision,
         "stage1_examples": len(items), "tokens_per_example": round(float(per_example), 1),
         "windows_per_example": round(float(np.mean([len(it.windows) for it in items])), 3),
         "timed_steps": len(plan) - 2, "examples_per_s_wall": round(seen / wall, 3),
         "tokens_per_s_wall": round(tokens / wall), "examples_per_cpu_s": round(seen / cpu, 3),
         "tokens_per_cpu_s": round(tokens / cpu),
-        "epoch_hours_wall": round(len(items) / (seen / wall) / 3600, 2),
-        "epoch_hours_quiet": round(len(items) / (seen / cpu) / 3600 / args.threads, 2),
+        # one epoch's tokens at the measured tokens/s (the timed batches' lengths are a sample of the set's)
+        "epoch_tokens": int(sum(it.tokens for it in items)),
+        "epoch_hours_wall": round(sum(it.tokens for it in items) / (tokens / wall) / 3600, 2),
+        "epoch_hours_cpu_per_thread": round(sum(it.tokens for it in items) / (tokens / cpu) / 3600 / args.threads, 2),
     }
     print(json.dumps(out, indent=1))
     return 0

@@ -291,7 +291,7 @@ def predict_shipped(work: Path, onnx_file: Path, args) -> None:
 def _mix(meta: list[dict]) -> dict:
     out: dict[str, list[int]] = {}
     for m in meta:
-        key = m["source"].split("/")[0] + "/" + m["language"]
+        key = m["source"].split("+")[0] + ("+twin" if "+" in m["source"] else "") + "/" + m["language"]
         out.setdefault(key, [0, 0])[int(m["label"])] += 1
     return dict(sorted(out.items()))
 
