@@ -71,6 +71,11 @@ def test_thousands_written_differently_compare_equal():
     assert [t.text for t in terms("costs 1,879 rubles", "en")] == ["costs", "1879", "rubles"]
 
 
+def test_a_digit_run_too_long_for_a_float_is_a_term_not_a_crash():
+    # 400 digits parse as infinity (a WiCE web page held such a run; evidence selection tokenizes every context)
+    assert [t.text for t in terms("id " + "7" * 400, "en")] == ["id", "inf"]
+
+
 def test_quantities_in_three_languages_share_one_form():
     ru = find_quantities("срок 30 дней, 3,5 млн руб., 45 %", "ru")
     en = find_quantities("within 30 days, 3.5 million rubles, 45 percent", "en")

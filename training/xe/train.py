@@ -25,8 +25,10 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from groundtrace.detector.tokenizer import XETokenizer
+from groundtrace.detector.tokenizer import Encoding, XETokenizer
 from groundtrace.detector.windows import Window, build_windows, pad_batch
+
+READINGS = ("all", "select", "auto")  # groundtrace.detector.reading.MODES (not imported: "all" needs no jieba)
 
 
 @dataclass
@@ -45,11 +47,29 @@ def token_labels(starts: np.ndarray, ends: np.ndarray, spans: list) -> np.ndarra
     return labels
 
 
-def featurize(tokenizer: XETokenizer, ex: dict) -> Item | None:
-    enc = tokenizer.encode(ex["answer"])
+def read_windows(tokenizer: XETokenizer, ex: dict, reading: str = "all") -> tuple[Encoding, list[Window]]:
+    """The answer's tokens and the windows the metric scores them in under ``reading`` (all | select |
+    auto), on the contexts the metric keeps (blank ones dropped): ``all`` is build_windows (grounding-2's
+    format, no jieba needed); ``select`` and ``auto`` take groundtrace.detector.reading's decision."""
+    if reading not in READINGS:
+        raise ValueError(f"reading must be one of {READINGS}, got {reading!r}")
+    contexts = [c for c in ex["contexts"] if c.strip()]
+    if reading == "all":
+        enc = tokenizer.encode(ex["answer"])
+        return enc, (build_windows(tokenizer, ex.get("question"), contexts, enc) if len(enc) else [])
+    from groundtrace.detector.reading import Reading  # groundtrace.text: jieba, stopwords
+    from groundtrace.text.lang import guess_language
+
+    language = ex.get("language") or guess_language(ex["answer"] or "\n".join(contexts))
+    enc, windows, _ = Reading(evidence=reading).windows(  # type: ignore[arg-type]
+        tokenizer, ex.get("question"), contexts, ex["answer"], language)
+    return enc, windows
+
+
+def featurize(tokenizer: XETokenizer, ex: dict, reading: str = "all") -> Item | None:
+    enc, windows = read_windows(tokenizer, ex, reading)
     if len(enc) == 0:
         return None
-    windows = build_windows(tokenizer, ex.get("question"), ex["contexts"], enc)
     labels = None if ex["spans"] is None else token_labels(enc.starts, enc.ends, ex["spans"])
     if labels is not None and ex["label"] == 1 and labels.sum() == 0:
         labels = None  # the span fell on no token (whitespace): treat as unknown
@@ -83,7 +103,11 @@ def plan_batches(items: list[Item], epochs: float, token_budget: int, rng: rando
     return plan
 
 
-def batch_logits(model, batch: list[Item], pad_id: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+PRECISIONS = ("bf16", "fp32")  # bf16 autocast (GPUs, CPUs with AVX512-BF16/AMX) or plain fp32 (other CPUs: faster)
+
+
+def batch_logits(model, batch: list[Item], pad_id: int, device: torch.device,
+                 precision: str = "bf16") -> tuple[torch.Tensor, torch.Tensor, list[int]]:
     """Per answer token of the batch (items concatenated) the logit, minimum over its windows; the item
     of each token; and each item's first token."""
     windows = [w for it in batch for w in it.windows]
@@ -99,7 +123,7 @@ def batch_logits(model, batch: list[Item], pad_id: int, device: torch.device) ->
             flat.append(offset + w.answer_tokens)
             row += 1
         offset += it.answer_tokens
-    autocast = torch.autocast(device.type, dtype=torch.bfloat16)
+    autocast = torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16")
     with autocast:
         logits = model(torch.from_numpy(ids).to(device), torch.from_numpy(mask).bool().to(device))
     values = logits.float()[torch.from_numpy(np.concatenate(rows)).to(device), torch.from_numpy(np.concatenate(cols)).to(device)]
@@ -130,7 +154,7 @@ def train(model, items: list[Item], *, epochs: float, lr: float, seed: int, toke
           device: str | torch.device = "cpu", steps: int | None = None, time_budget: float | None = None,
           log: Path | None = None, checkpoint: Path | None = None, resume: bool = False,
           checkpoint_minutes: float = 10.0, response_weight: float = 0.5, warmup: float = 0.06,
-          label_smoothing: float = 0.05) -> dict:
+          label_smoothing: float = 0.05, precision: str = "bf16") -> dict:
     device = torch.device(device)
     torch.manual_seed(seed)
     rng = random.Random(seed)
@@ -172,7 +196,7 @@ def train(model, items: list[Item], *, epochs: float, lr: float, seed: int, toke
         for group, lr0 in zip(optimizer.param_groups, base_lrs, strict=False):
             group["lr"] = lr0 * max(scale, 0.0)
         batch = plan[step]
-        tokens, item_of, _ = batch_logits(model, batch, pad_id, device)
+        tokens, item_of, _ = batch_logits(model, batch, pad_id, device, precision)
         loss = loss_of(batch, tokens, item_of, response_weight, label_smoothing)
         optimizer.zero_grad()
         loss.backward()
@@ -191,12 +215,12 @@ def train(model, items: list[Item], *, epochs: float, lr: float, seed: int, toke
     model.eval()
     return {"steps": step, "planned_steps": len(plan), "epochs": round(epochs * step / max(1, len(plan)), 4),
             "seconds": round(time.time() - started, 1), "final_loss": round(float(np.mean(running[-50:])), 4) if running else None,
-            "device": str(device)}
+            "device": str(device), "precision": precision}
 
 
 @torch.no_grad()
 def token_probabilities(model, items: list[Item], pad_id: int, device: str | torch.device = "cpu",
-                        token_budget: int = 16384) -> list[np.ndarray]:
+                        token_budget: int = 16384, precision: str = "bf16") -> list[np.ndarray]:
     """P(unsupported) per answer token of each featurized record (torch; the ONNX graph must agree)."""
     device = torch.device(device)
     model.eval()
@@ -209,7 +233,7 @@ def token_probabilities(model, items: list[Item], pad_id: int, device: str | tor
             out[i] = np.zeros(0, dtype=np.float32)
             continue
         if chunk and (i is None or (rows + len(items[i].windows)) * 512 > token_budget):
-            tokens, item_of, firsts = batch_logits(model, [items[j] for j in chunk], pad_id, device)
+            tokens, item_of, firsts = batch_logits(model, [items[j] for j in chunk], pad_id, device, precision)
             p = torch.sigmoid(tokens).cpu().numpy()
             for j, first in zip(chunk, firsts, strict=False):
                 out[j] = p[first:first + items[j].answer_tokens]
@@ -220,8 +244,7 @@ def token_probabilities(model, items: list[Item], pad_id: int, device: str | tor
     return out  # type: ignore[return-value]
 
 
-def featurize_record(tokenizer: XETokenizer, record: dict) -> Item:
-    """A record to score (no labels needed): its windows, as inference builds them."""
-    enc = tokenizer.encode(record["answer"])
-    windows = build_windows(tokenizer, record.get("question"), record["contexts"], enc) if len(enc) else []
+def featurize_record(tokenizer: XETokenizer, record: dict, reading: str = "all") -> Item:
+    """A record to score (no labels needed): its windows, as inference builds them under ``reading``."""
+    enc, windows = read_windows(tokenizer, record, reading)
     return Item(windows, None, int(record.get("label") or 0), sum(len(w.ids) for w in windows), len(enc))

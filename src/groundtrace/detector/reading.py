@@ -28,10 +28,13 @@ from groundtrace.detector.evidence import (
     Selector,
     select_evidence,
 )
-from groundtrace.detector.windows import ANSWER_CHUNK
+from groundtrace.detector.packing import evidence_windows
+from groundtrace.detector.tokenizer import Encoding, XETokenizer
+from groundtrace.detector.windows import ANSWER_CHUNK, MAX_TOKENS, Window, build_windows
 
 EvidenceMode = Literal["all", "select", "auto"]
 MODES = ("all", "select", "auto")
+DEFAULT_EVIDENCE: EvidenceMode = "auto"  # what the metric ships, and what training featurizes with by default
 DEFAULT_MAX_WINDOWS = 2
 
 
@@ -59,16 +62,29 @@ class Reading:
     def read(self, model: CrossEncoder, question: str | None, contexts: Sequence[str], answer: str, language: str,
              claims: list[Claim], embedder: Callable[[], SentenceEmbedder] | None = None) -> tuple[TokenScores, dict]:
         """The answer's token probabilities, and what was read (for ``details.evidence``)."""
+        encoding, windows, detail = self.windows(model.tokenizer, question, contexts, answer, language, claims,
+                                                 embedder)
+        return model.score_windows(encoding, windows), detail
+
+    def windows(self, tokenizer: XETokenizer, question: str | None, contexts: Sequence[str], answer: str,
+                language: str, claims: list[Claim] | None = None,
+                embedder: Callable[[], SentenceEmbedder] | None = None) -> tuple[Encoding, list[Window], dict]:
+        """The answer's tokens and the windows this reading scores them in, with what was read: the one
+        decision the metric and training (training/xe, ``--reading``) both take."""
+        encoding = tokenizer.encode(answer)
+        if len(encoding) == 0:
+            return encoding, [], {"reading": "all"}
         if self.evidence != "select":
-            encoding, windows = model.full_windows(question, list(contexts), answer)
+            windows = build_windows(tokenizer, question, list(contexts), encoding, MAX_TOKENS)
             chunks = max(1, -(-len(encoding) // ANSWER_CHUNK))
             if self.evidence == "all" or len(windows) <= self.max_windows * chunks:
-                return model.score_windows(encoding, windows), {"reading": "all"}
+                return encoding, windows, {"reading": "all"}
         picked = select_evidence(question, contexts, answer, language, k=self.k, neighbours=self.neighbours,
                                  selector=self.selector, embedder=embedder() if self.selector != "lexical" and embedder
                                  else None, claims=claims, cover=self.cover, max_picks=max(self.max_picks, self.k),
                                  titles=self.titles)
         detail = {"reading": "select", "selected": len(picked.kept), "sentences": len(picked.sentences)}
         if not picked.kept:  # no claim shares a word with any sentence: read everything rather than nothing
-            return model.score(question, list(contexts), answer), {**detail, "reading": "all (nothing selected)"}
-        return model.score_evidence(question, picked, answer, self.fill), detail
+            return (encoding, build_windows(tokenizer, question, list(contexts), encoding, MAX_TOKENS),
+                    {**detail, "reading": "all (nothing selected)"})
+        return encoding, evidence_windows(tokenizer, question, picked, encoding, MAX_TOKENS, self.fill), detail

@@ -30,7 +30,7 @@ from groundtrace.detector.aggregate import answer_probability, claim_probability
 from groundtrace.detector.claims import Claim, split_claims
 from groundtrace.detector.crossencoder import MODEL_DIR, CrossEncoder, TokenScores, shared_crossencoder
 from groundtrace.detector.evidence import SentenceEmbedder
-from groundtrace.detector.reading import EvidenceMode, Reading
+from groundtrace.detector.reading import DEFAULT_EVIDENCE, EvidenceMode, Reading
 from groundtrace.metrics.base import Metric, Result, needed
 from groundtrace.record import Record
 from groundtrace.score import Span
@@ -62,7 +62,7 @@ class GroundingMetric(Metric):
     def documented_threshold(cls) -> float:
         return float(model_card()["threshold"])
 
-    def __init__(self, *, threads: int = 1, model: CrossEncoder | None = None, evidence: EvidenceMode = "auto",
+    def __init__(self, *, threads: int = 1, model: CrossEncoder | None = None, evidence: EvidenceMode = DEFAULT_EVIDENCE,
                  embedder: str | None = None, **options) -> None:
         reading = {k: _typed(getattr(Reading, k), options.pop(k)) for k in list(options) if k in Reading.__dataclass_fields__}
         super().__init__(**options)

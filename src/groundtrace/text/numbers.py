@@ -163,8 +163,9 @@ def _ranges_take_their_unit(text: str, found: list[Quantity]) -> list[Quantity]:
 
 
 def canonical_number(value: float) -> str:
-    """A stable text form: 1879 -> '1879', 3.50 -> '3.5', 1.5e6 -> '1500000'."""
-    if value == int(value) and abs(value) < 1e18:
+    """A stable text form: 1879 -> '1879', 3.50 -> '3.5', 1.5e6 -> '1500000' (a digit run too long for a
+    float, which parses as infinity, -> 'inf')."""
+    if abs(value) < 1e18 and value == int(value):
         return str(int(value))
     return f"{value:.10g}"
 
