@@ -235,9 +235,19 @@ def train_variant(work: Path, variant: str, args) -> None:
     handwritten = [it for m, it in kept if m["source"].startswith("paraphrase_train")]
     if args.handwritten_limit is not None:
         handwritten = random.Random(args.seed).sample(handwritten, min(args.handwritten_limit, len(handwritten)))
+    # each finished fold is kept (folds.json): a resumed run skips it, drawing the same replay sample
+    folds_file = out / "folds.json"
+    done = json.loads(folds_file.read_text()) if args.resume and folds_file.exists() else {"cv": [], "oof": []}
     for k, fold in enumerate([*range(FOLDS), None]):
+        replay = rng.sample(items, min(args.replay, len(items)))
+        if fold is not None and fold < len(done["cv"]):
+            result.setdefault("cv", []).append(done["cv"][fold])
+            oof += done["oof"][fold]
+            print(json.dumps({"variant": variant, "fold": fold, "resumed": True, "auc": done["cv"][fold]["auc"]}),
+                  flush=True)
+            continue
         model.load_state_dict(base_state)
-        train_items = [it for m, it in rag if m["fold"] != fold] + rng.sample(items, min(args.replay, len(items)))
+        train_items = [it for m, it in rag if m["fold"] != fold] + replay
         fine = xe_train.train(model, train_items + handwritten * args.handwritten_repeat, epochs=args.fine_epochs,
                               lr=args.fine_lr, seed=args.seed + k, token_budget=args.token_budget, pad_id=pad,
                               device=device, response_weight=args.response_weight,
@@ -252,6 +262,9 @@ def train_variant(work: Path, variant: str, args) -> None:
                          args.precision)
         oof += rows
         result.setdefault("cv", []).append({"fold": fold, **fine, "auc": auc(rows)})
+        done["cv"].append(result["cv"][-1])
+        done["oof"].append(rows)
+        folds_file.write_text(json.dumps(done))
         print(json.dumps({"variant": variant, "fold": fold, **fine, "auc": auc(rows)}), flush=True)
     result["cv_auc"] = auc(oof)
     final_eval = evaluate(model, data, pad, device, token_sets, precision=args.precision)
