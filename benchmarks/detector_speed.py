@@ -3,12 +3,15 @@ reading (evidence=all: every context window) and evidence selection (evidence=se
 each claim picks, groundtrace/detector/evidence.py), measured in one run on one machine.
 
     python benchmarks/detector_speed.py [--file ../shared/data/ragtruth_qa_dev.jsonl] [--limit 200] \
-        [--readings all,select,auto] [-O k=2] [--pad 20] [--no-monitor]
+        [--readings all,select,auto] [-O k=2] [--pad 20] [--no-monitor] [--compare DIR]
 
 1. The metric called directly, one record at a time, with 1 and with 2 onnxruntime threads, once
-   per reading, each reading in a fresh child process (so each peak memory is its own). Every record
-   is read cold: the cross-encoder keeps no cache, and the selection's caches (tokenized sentences,
-   embeddings) are cleared before each record.
+   per reading, each (reading, threads) in a fresh child process (so each peak memory is what one
+   scorer costs). Every record is read cold: the cross-encoder keeps no cache, and the selection's
+   caches (tokenized sentences, embeddings) are cleared before each record. ``--compare DIR`` measures
+   a second model's files (grounding-xe.onnx, grounding-xe.spm, grounding-xe-normalizer.json, e.g. an
+   earlier version from git) the same way in the same run, alternating with the shipped one, and
+   prints the ratio of records/s and of CPU per record.
 2. The callback path: a `Monitor(["grounding"])` (its default isolation: a scoring child process
    per worker, the metric's default reading) with 1 and 2 workers; records/s from the first submit
    until every record is scored.
@@ -34,6 +37,7 @@ from grounding_cv import padded
 from groundtrace import Record
 from groundtrace.backends.embedders import get_embedder
 from groundtrace.cli.common import json_or_text
+from groundtrace.detector.crossencoder import CrossEncoder
 from groundtrace.detector.evidence import clear_caches
 from groundtrace.metrics import get_metric
 from groundtrace.monitor import Monitor
@@ -41,8 +45,13 @@ from groundtrace.monitor import Monitor
 DEFAULT = Path(__file__).parents[1] / ".." / "shared" / "data" / "ragtruth_qa_dev.jsonl"
 
 
-def direct(rows: list[dict], threads: int, options: dict) -> float:
-    metric = get_metric("grounding", threads=threads, **options)
+def direct(rows: list[dict], threads: int, options: dict, model_dir: str | None = None) -> dict:
+    model = None
+    if model_dir:
+        folder = Path(model_dir)
+        model = CrossEncoder(folder / "grounding-xe.onnx", folder / "grounding-xe.spm",
+                             folder / "grounding-xe-normalizer.json", threads=threads)
+    metric = get_metric("grounding", threads=threads, model=model, **options)
     metric.score(rows[0])  # load the model outside the clock
     windows = tokens = 0
     started, cpu = time.perf_counter(), time.process_time()
@@ -56,18 +65,16 @@ def direct(rows: list[dict], threads: int, options: dict) -> float:
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     reading = options.get("evidence", "default")
     # CPU seconds (all threads) are what the reading costs; wall records/s also count other work on the machine
-    print(f"metric, evidence={reading}, {threads} thread(s): {len(rows) / seconds:6.2f} records/s, "
-          f"{1000 * cpu / len(rows):5.0f} CPU ms per record ({windows / len(rows):.2f} windows, "
-          f"{tokens / len(rows):.0f} encoder positions per record)", flush=True)
-    return len(rows) / seconds
-
-
-def worker(rows: list[dict], options: dict) -> None:
-    """One reading, both thread counts, in this (child) process: prints a JSON line last."""
-    rates = {threads: direct(rows, threads, options) for threads in (1, 2)}
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"peak resident memory, evidence={options.get('evidence')}: {peak:.0f} MB", flush=True)
-    print(json.dumps({"rates": rates, "peak_mb": peak}))
+    print(f"{model_dir or 'shipped'}, evidence={reading}, {threads} thread(s): {len(rows) / seconds:6.2f} records/s, "
+          f"{1000 * cpu / len(rows):5.0f} CPU ms per record ({windows / len(rows):.2f} windows, "
+          f"{tokens / len(rows):.0f} encoder positions per record), peak resident memory {peak:.0f} MB", flush=True)
+    return {"rate": len(rows) / seconds, "cpu_ms": 1000 * cpu / len(rows), "peak_mb": peak}
+
+
+def worker(rows: list[dict], work: dict) -> None:
+    """One model, reading and thread count in this (child) process: prints a JSON line last."""
+    print(json.dumps(direct(rows, work["threads"], work["options"], work.get("model_dir"))))
 
 
 def monitored(rows: list[dict], workers: int) -> None:
@@ -95,6 +102,7 @@ def main() -> None:
     parser.add_argument("-O", "--option", action="append", default=[], help="KEY=VALUE for evidence=select")
     parser.add_argument("--no-monitor", action="store_true")
     parser.add_argument("--pad", type=int, default=0, help="pad every record to this many passages (other sources')")
+    parser.add_argument("--compare", default=None, help="a folder with another model's files, measured beside the shipped one")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     every = [json.loads(line) for line in open(args.file, encoding="utf-8") if line.strip()]
@@ -113,15 +121,22 @@ def main() -> None:
     print(f"{len(rows)} records of {Path(args.file).name}, {chars:,.0f} characters of contexts + answer on average")
     extra = {k: json_or_text(v) for k, _, v in (o.partition("=") for o in args.option)}
     results = {}
+    models = [None, args.compare] if args.compare else [None]
     for reading in args.readings.split(","):
         options = {"evidence": reading, **(extra if reading == "select" else {})}
-        lines = child(args, json.dumps(options))
-        print("\n".join(lines[:-1]), flush=True)
-        results[reading] = json.loads(lines[-1])
-    if "all" in results and "select" in results:
-        for threads in ("1", "2"):
-            ratio = results["select"]["rates"][threads] / results["all"]["rates"][threads]
+        for threads in (1, 2):
+            for model_dir in models:  # alternating, so both see the same load on the machine
+                lines = child(args, json.dumps({"options": options, "threads": threads, "model_dir": model_dir}))
+                print("\n".join(lines[:-1]), flush=True)
+                results[model_dir, reading, threads] = json.loads(lines[-1])
+    for threads in (1, 2):
+        if (None, "all", threads) in results and (None, "select", threads) in results:
+            ratio = results[None, "select", threads]["rate"] / results[None, "all", threads]["rate"]
             print(f"evidence=select / evidence=all, {threads} thread(s): {ratio:.2f}x records/s")
+        for reading in args.readings.split(",") if args.compare else []:
+            new, old = results[None, reading, threads], results[args.compare, reading, threads]
+            print(f"shipped / {args.compare}, evidence={reading}, {threads} thread(s): {new['rate'] / old['rate']:.2f}x "
+                  f"records/s, {old['cpu_ms'] / new['cpu_ms']:.2f}x less CPU per record")
     if not args.no_monitor:  # in a child of its own, so that its children's peak is theirs alone
         print("\n".join(child(args, "monitor")), flush=True)
 
