@@ -4,6 +4,7 @@ wrote: the example sets (``examples.py``), the tokenizer and the pruned encoder.
     python training/xe/run.py tokenize --work WORK [--workers 14]
     python training/xe/run.py train --work WORK --variant full [--device cuda] [--base-minutes 5]
                                     [--base-epochs E | --base-steps N] [--resume]
+    python training/xe/run.py stage1 --work WORK --tag TAG     (a run's stage-1 model as a candidate)
 
 ``train`` runs, for one variant (which base sources it reads: ``VARIANTS``):
   1. base: stage 1 on the variant's base examples (pairs composed into RAG answers, ...), then its
@@ -278,6 +279,36 @@ def train_variant(work: Path, variant: str, args) -> None:
         json.dump({"base": base_eval, "cv_oof": oof, "final": final_eval}, f)
 
 
+def stage1_candidate(work: Path, args) -> None:
+    """A run's stage-1 model (``runs/TAG/base.pt``, trained without a RAGTruth record) as a candidate
+    of its own, ``runs/TAG-stage1/``: its predictions on every measurement set, its ragtruth_qa_dev
+    predictions as the "out-of-fold" ones (out of sample for every fold: cv_report.py fits each
+    fold's threshold on the other folds as for a CV run) and its weights as ``final.npz`` for export."""
+    import torch
+
+    run = work / "runs" / args.tag
+    out = work / "runs" / f"{args.tag}-stage1"
+    out.mkdir(parents=True, exist_ok=True)
+    with open(work / args.items, "rb") as f:
+        data = pickle.load(f)
+    model = new_model(work, args.layers)
+    model.load_state_dict(torch.load(run / "base.pt", map_location=args.device)["model"])
+    model.to(args.device)
+    started = time.time()
+    token_sets = ("ragtruth_qa_dev", "paraphrase_en", "paraphrase_ru", "paraphrase_ru_b", "paraphrase_zh")
+    final_eval = evaluate(model, data, tokenizer_of(work).pad_id, args.device, token_sets, precision=args.precision)
+    result = {"variant": f"{args.tag}-stage1", "reading": data.get("_reading", "all"), "final_summary": summary(final_eval),
+              "seconds": round(time.time() - started, 1),
+              **{k: v for k, v in json.loads((run / "result.json").read_text()).items() if k in ("base_examples", "mix", "base")}}
+    print(json.dumps(result), flush=True)
+    state = {k: v.detach().float().cpu().numpy().astype(np.float16) for k, v in model.state_dict().items()
+             if k != "word.weight"}
+    np.savez(out / "final.npz", **state)
+    (out / "result.json").write_text(json.dumps(result, indent=1))
+    with lzma.open(out / "predictions.json.xz", "wt") as f:
+        json.dump({"cv_oof": final_eval["ragtruth_qa_dev"], "final": final_eval}, f)
+
+
 def predict_shipped(work: Path, onnx_file: Path, args) -> None:
     """A shipped int8 ONNX model (read back into torch: from_onnx.py) on every measurement set of
     ``args.items``, through the code path a trained run's predictions take: grounding-2 measured as
@@ -333,7 +364,7 @@ def collect(work: Path, out: Path, keep: int, part_bytes: int = 15 * 2**20) -> N
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("step", choices=["tokenize", "train", "predict", "collect"])
+    parser.add_argument("step", choices=["tokenize", "train", "predict", "stage1", "collect"])
     parser.add_argument("--work", type=Path, default=ROOT / ".cache" / "xe")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--reading", default=DEFAULT_READING, choices=xe_train.READINGS,
@@ -377,6 +408,8 @@ def main(argv: list[str] | None = None) -> int:
     torch.backends.cuda.matmul.allow_tf32 = True
     if args.step == "tokenize":
         tokenize(args.work, args.workers, args.reading, args.items, tuple(x for x in args.only.split(",") if x))
+    elif args.step == "stage1":
+        stage1_candidate(args.work, args)
     elif args.step == "predict":
         predict_shipped(args.work, args.onnx or ROOT / "src" / "groundtrace" / "detector" / "grounding-xe.onnx", args)
     elif args.step == "collect":
