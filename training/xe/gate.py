@@ -15,7 +15,7 @@
                it flags is not above grounding-2's by more than the 90% bootstrap interval (the lower
                end of the interval of (candidate - grounding-2) is <= 0), in each language; the share
                of planted errors caught is reported beside it. Ranking alone let a candidate through
-               that flagged 67% of the Russian faithful answers (grounding-4, model card)
+               that flagged 58% of the Russian faithful answers here (grounding-2: 23%; model card)
     speed      (same architecture and reading: stated, not computed here)
 
 Intervals: 90% percentile bootstrap, 1,000 draws, resampling sources (RAGTruth meta.source_id, public

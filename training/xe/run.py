@@ -59,6 +59,8 @@ from xe.jsonxz import read_xz  # noqa: E402
 LAYERS = 6
 DEFAULT_READING = "auto"  # groundtrace.detector.reading.DEFAULT_EVIDENCE (a test keeps them equal)
 FOLDS = 5
+# the measurement sets whose per-token probabilities are kept (cv_report.py and the gate read them)
+TOKEN_SETS = ("ragtruth_qa_dev", "paraphrase_en", "paraphrase_ru", "paraphrase_ru_b", "paraphrase_zh")
 # Stage 1 sources per variant: which example sources (examples.py names them) a variant reads.
 _PAIR_SOURCES = ("pairs/", "raw/", "factscore/")
 VARIANTS = {
@@ -221,7 +223,6 @@ def train_variant(work: Path, variant: str, args) -> None:
         log=out / "base_log.jsonl", checkpoint=out / "base.pt", resume=args.resume, precision=args.precision)
     print(json.dumps({"variant": variant, "base": result["base"]}), flush=True)
     base_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    token_sets = ("ragtruth_qa_dev", "paraphrase_en", "paraphrase_ru", "paraphrase_ru_b", "paraphrase_zh")
     base_eval = evaluate(model, data, pad, device, (), tuple(args.base_eval.split(",")) if args.base_eval else None,
                          args.precision)
     result["base_summary"] = summary(base_eval)
@@ -268,15 +269,19 @@ def train_variant(work: Path, variant: str, args) -> None:
         folds_file.write_text(json.dumps(done))
         print(json.dumps({"variant": variant, "fold": fold, **fine, "auc": auc(rows)}), flush=True)
     result["cv_auc"] = auc(oof)
-    final_eval = evaluate(model, data, pad, device, token_sets, precision=args.precision)
+    final_eval = evaluate(model, data, pad, device, TOKEN_SETS, precision=args.precision)
     result["final_summary"] = summary(final_eval)
     print(json.dumps({"variant": variant, "cv_auc": result["cv_auc"], "final_summary": result["final_summary"]}), flush=True)
-    state = {k: v.detach().float().cpu().numpy().astype(np.float16) for k, v in model.state_dict().items()
-             if k != "word.weight"}
-    np.savez(out / "final.npz", **state)
+    save_weights(model, out / "final.npz")
     (out / "result.json").write_text(json.dumps(result, indent=1))
     with lzma.open(out / "predictions.json.xz", "wt") as f:
         json.dump({"base": base_eval, "cv_oof": oof, "final": final_eval}, f)
+
+
+def save_weights(model, path: Path) -> None:
+    """fp16, all but the frozen word embeddings (build.py export adds them back)."""
+    np.savez(path, **{k: v.detach().float().cpu().numpy().astype(np.float16) for k, v in model.state_dict().items()
+                      if k != "word.weight"})
 
 
 def stage1_candidate(work: Path, args) -> None:
@@ -295,15 +300,12 @@ def stage1_candidate(work: Path, args) -> None:
     model.load_state_dict(torch.load(run / "base.pt", map_location=args.device)["model"])
     model.to(args.device)
     started = time.time()
-    token_sets = ("ragtruth_qa_dev", "paraphrase_en", "paraphrase_ru", "paraphrase_ru_b", "paraphrase_zh")
-    final_eval = evaluate(model, data, tokenizer_of(work).pad_id, args.device, token_sets, precision=args.precision)
+    final_eval = evaluate(model, data, tokenizer_of(work).pad_id, args.device, TOKEN_SETS, precision=args.precision)
     result = {"variant": f"{args.tag}-stage1", "reading": data.get("_reading", "all"), "final_summary": summary(final_eval),
               "seconds": round(time.time() - started, 1),
               **{k: v for k, v in json.loads((run / "result.json").read_text()).items() if k in ("base_examples", "mix", "base")}}
     print(json.dumps(result), flush=True)
-    state = {k: v.detach().float().cpu().numpy().astype(np.float16) for k, v in model.state_dict().items()
-             if k != "word.weight"}
-    np.savez(out / "final.npz", **state)
+    save_weights(model, out / "final.npz")
     (out / "result.json").write_text(json.dumps(result, indent=1))
     with lzma.open(out / "predictions.json.xz", "wt") as f:
         json.dump({"cv_oof": final_eval["ragtruth_qa_dev"], "final": final_eval}, f)
@@ -321,9 +323,7 @@ def predict_shipped(work: Path, onnx_file: Path, args) -> None:
         data = pickle.load(f)
     model = from_onnx.load_model(onnx_file).to(args.device)
     started = time.time()
-    final_eval = evaluate(model, data, tokenizer_of(work).pad_id, args.device,
-                          ("ragtruth_qa_dev", "paraphrase_en", "paraphrase_ru", "paraphrase_ru_b", "paraphrase_zh"),
-                          precision=args.precision)
+    final_eval = evaluate(model, data, tokenizer_of(work).pad_id, args.device, TOKEN_SETS, precision=args.precision)
     result = {"model": str(onnx_file), "reading": data.get("_reading", "all"), "final_summary": summary(final_eval),
               "seconds": round(time.time() - started, 1)}
     print(json.dumps(result), flush=True)
