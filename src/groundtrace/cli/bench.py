@@ -30,7 +30,7 @@ from groundtrace.cli.common import (
 
 def bench_command(
     input_path: Annotated[Path, typer.Argument(help="Labelled records (label 1 = hallucinated; JSONL, CSV or Parquet), shaped like shared/data or in a --schema layout.")],
-    metrics: MetricsOption = "grounding",
+    metrics: MetricsOption = None,
     threshold: Annotated[Optional[float], typer.Option(help="Threshold on the metric's own scale.")] = None,
     threshold_from: Annotated[
         Optional[Path], typer.Option("--threshold-from", help="Fit the F1-optimal threshold on this labelled file.")
@@ -53,7 +53,7 @@ def bench_command(
             return lambda: progress.advance(task)
 
         try:
-            results = run_bench(input_path, metrics, threshold=threshold, threshold_from=threshold_from,
+            results = run_bench(input_path, metrics or ["grounding"], threshold=threshold, threshold_from=threshold_from,
                                 options=parse_options(option), limit=limit, progress=tick,
                                 engine=engine_options(engine, address, actors, batch_size), schema=schema)
         except (KeyError, ValueError, FileNotFoundError, ImportError, ConnectionError, RuntimeError) as error:

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from groundtrace.tally import Tally
 
 
-def score_file(input_path: str, metrics: str, output: Path | None, workers: int, options: dict,
+def score_file(input_path: str, metrics: Sequence[str] | str, output: Path | None, workers: int, options: dict,
                 sinks: str | None = None, engine: dict[str, Any] | None = None, keep: int = 0,
                 schema: str | None = None) -> Tally:
     from groundtrace.stream import score_stream
@@ -128,7 +128,7 @@ def command_line_sinks(names: str | None, settings: Any = None) -> list[Any]:
     return built
 
 
-def _backfill(spec: str, metrics: str, output: Path | None, workers: int, options: dict, sinks: str | None,
+def _backfill(spec: str, metrics: Sequence[str] | str, output: Path | None, workers: int, options: dict, sinks: str | None,
               filters: Any, rescore: bool, source_options: dict[str, Any],
               engine: dict[str, Any], keep: int = 0) -> tuple[Tally, Any]:
     from groundtrace.backfill import backfill
@@ -166,7 +166,7 @@ def _backfill(spec: str, metrics: str, output: Path | None, workers: int, option
 def score_command(
     input_path: Annotated[Optional[str], typer.Argument(help="Records (question, contexts, answer, ...; or RAGAS / DeepEval fields, see --schema) as JSONL, .csv or .parquet; - for JSONL on stdin. Or use --from.")] = None,
     source: Annotated[Optional[str], typer.Option("--from", help="Score logged requests instead of a file: otel-json:PATH, phoenix:PROJECT, mlflow:EXPERIMENT, langfuse[:PROJECT], langsmith:PROJECT.")] = None,
-    metrics: MetricsOption = "",
+    metrics: MetricsOption = None,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Where to write scored records (JSONL). With --from, appended to: a rerun skips the ids already there.")] = None,
     workers: Annotated[int, typer.Option(help="Records scored concurrently.")] = 1,
     option: OptionsOption = None,
