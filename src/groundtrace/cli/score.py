@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from groundtrace.tally import Tally
 
 
-def score_file(input_path: str, metrics: Sequence[str] | str, output: Path | None, workers: int, options: dict,
+def score_file(input_path: str, metrics: Sequence[str] | str | None, output: Path | None, workers: int, options: dict,
                 sinks: str | None = None, engine: dict[str, Any] | None = None, keep: int = 0,
                 schema: str | None = None) -> Tally:
     from groundtrace.stream import score_stream
@@ -129,7 +129,7 @@ def command_line_sinks(names: str | None, settings: Any = None) -> list[Any]:
     return built
 
 
-def _backfill(spec: str, metrics: Sequence[str] | str, output: Path | None, workers: int, options: dict, sinks: str | None,
+def _backfill(spec: str, metrics: Sequence[str] | str | None, output: Path | None, workers: int, options: dict, sinks: str | None,
               filters: Any, rescore: bool, source_options: dict[str, Any],
               engine: dict[str, Any], keep: int = 0) -> tuple[Tally, Any]:
     from groundtrace.backfill import backfill
