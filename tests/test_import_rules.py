@@ -255,3 +255,22 @@ def test_building_and_listing_the_hub_metrics_imports_no_heavy_library(tmp_path:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_groundtrace_monitor_is_exported_and_imported_only_when_used() -> None:
+    """`groundtrace.Monitor` works (the docs use it), yet `import groundtrace` alone does not bring the
+    Monitor's queue, workers and process machinery in."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, groundtrace\n"
+        "before = 'groundtrace.monitor' in sys.modules\n"
+        "from groundtrace.monitor import Monitor\n"
+        "print(before, groundtrace.Monitor is Monitor, 'Monitor' in groundtrace.__all__)\n"
+        "from groundtrace import *\n"
+        "print(Monitor.__name__, hasattr(groundtrace, 'Nothing'))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["False True True", "Monitor False"]

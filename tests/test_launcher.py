@@ -78,3 +78,20 @@ def test_instrument_all_with_a_bad_setting_instruments_nothing_and_says_which(mo
     with caplog.at_level("WARNING", logger="groundtrace.autoinstrument"):
         assert instrument_all() == []
     assert "GROUNDTRACE_SAMPLE_RATE='lots' is not a valid float" in caplog.text
+
+
+def test_an_application_without_its_own_sitecustomize_starts_cleanly(tmp_path):
+    # issue 29: chaining to a sitecustomize that is not there printed "Error in sitecustomize ...
+    # KeyError: 'sitecustomize'" on every run
+    import groundtrace
+
+    # the groundtrace under test (this checkout's), and no sitecustomize of the application's
+    source = Path(groundtrace.__file__).resolve().parents[1]
+    environ = {**os.environ, "PYTHONPATH": f"{source}{os.pathsep}{tmp_path}"}
+    environ.pop("GROUNDTRACE_ENABLED", None)
+    result = subprocess.run([str(LAUNCHER), sys.executable, "-c", "print(1)"], env=environ, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "1\n"
+    assert "Error in sitecustomize" not in result.stderr
+    assert "KeyError" not in result.stderr

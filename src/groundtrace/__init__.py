@@ -1,10 +1,15 @@
 """groundtrace: hallucination and grounding scores for RAG answers."""
 
+from typing import TYPE_CHECKING
+
 from groundtrace.engine import Evaluator, evaluate
 from groundtrace.frame import score_frame
 from groundtrace.metrics import Metric, get_metric, metric_names, register_metric
 from groundtrace.record import Record
 from groundtrace.score import Cost, Score, ScoredRecord, Span
+
+if TYPE_CHECKING:
+    from groundtrace.monitor import Monitor
 
 __version__ = "0.1.0"
 
@@ -12,6 +17,7 @@ __all__ = [
     "Cost",
     "Evaluator",
     "Metric",
+    "Monitor",
     "Record",
     "Score",
     "ScoredRecord",
@@ -22,3 +28,13 @@ __all__ = [
     "register_metric",
     "score_frame",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # Monitor brings its queue, worker threads and process machinery: imported on first use, so that
+    # `import groundtrace` stays fast and starts nothing
+    if name == "Monitor":
+        from groundtrace.monitor import Monitor
+
+        return Monitor
+    raise AttributeError(f"module 'groundtrace' has no attribute {name!r}")

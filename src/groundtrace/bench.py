@@ -24,6 +24,7 @@ from groundtrace.classification import best_f1_threshold, confusion, roc_auc
 from groundtrace.engine import build_metrics
 from groundtrace.io import read_layout
 from groundtrace.metrics import Metric
+from groundtrace.provenance import records_sha256, trained_on, training_file
 from groundtrace.record import InvalidInput
 from groundtrace.score import Score
 from groundtrace.stream import preflight, score_stream
@@ -141,6 +142,12 @@ class BenchResult:
     spans: dict[str, float] | None = None  # character-overlap precision/recall/F1 against gold spans
     scores: list[Score] = field(default_factory=list, repr=False)
     labels: list[int] = field(default_factory=list, repr=False)
+    #: the training file of the metric this file is (see groundtrace.provenance): its numbers are in-sample
+    trained_on: dict[str, str] | None = None
+
+    @property
+    def in_sample(self) -> bool:
+        return self.trained_on is not None
 
     def as_dict(self) -> dict[str, Any]:
         o = self.overall
@@ -162,6 +169,8 @@ class BenchResult:
             "groups": {name: vars(stats) for name, stats in self.groups.items()},
             "spans": self.spans,
             "first_errors": self.first_errors,
+            "in_sample": self.in_sample,
+            "trained_on": self.trained_on,
         }
 
 
@@ -265,6 +274,8 @@ def run_bench(
     reference = load_labelled(threshold_from, limit, schema) if threshold_from else None
     results = {}
     built = build_metrics(metrics, options)
+    # the whole file, not the first ``limit`` records: a part of a training file is in-sample too
+    digest = records_sha256(read_layout(path, schema).rows) if any(trained_on(m) for m in built) else None
     # a model that is not there (or, scoring here, does not load) stops the bench before the first record
     preflight(built, load=not engine or engine.get("engine", "local") == "local")
     for metric in built:
@@ -275,4 +286,5 @@ def run_bench(
         tick = progress(metric.name, len(items)) if progress else None
         results[metric.name] = bench_metric(metric, items, threshold=cut, threshold_source=source, progress=tick,
                                             engine=engine, options=(options or {}).get(metric.name))
+        results[metric.name].trained_on = training_file(metric, digest) if digest else None
     return results

@@ -7,15 +7,19 @@ _here = os.path.dirname(os.path.abspath(__file__))
 
 
 def _chain_to_the_applications_sitecustomize() -> None:
-    # We shadowed any sitecustomize the application had; import it too, as it expects.
-    import importlib
+    # We shadowed any sitecustomize the application had; run it too, as it expects. It is found and run
+    # by hand: emptying sys.modules["sitecustomize"] while this module is still being imported makes the
+    # import system fail with KeyError: 'sitecustomize' when the application has none.
+    import importlib.machinery
+    import importlib.util
 
     sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
-    sys.modules.pop("sitecustomize", None)
-    try:
-        importlib.import_module("sitecustomize")
-    except ImportError:
-        pass
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", sys.path)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = module  # the application's, as if it alone had been imported
+    spec.loader.exec_module(module)
 
 
 try:

@@ -30,7 +30,7 @@ from groundtrace.cli.common import (
 
 def bench_command(
     input_path: Annotated[Path, typer.Argument(help="Labelled records (label 1 = hallucinated; JSONL, CSV or Parquet), shaped like shared/data or in a --schema layout.")],
-    metrics: MetricsOption = "grounding",
+    metrics: MetricsOption = None,
     threshold: Annotated[Optional[float], typer.Option(help="Threshold on the metric's own scale.")] = None,
     threshold_from: Annotated[
         Optional[Path], typer.Option("--threshold-from", help="Fit the F1-optimal threshold on this labelled file.")
@@ -53,7 +53,7 @@ def bench_command(
             return lambda: progress.advance(task)
 
         try:
-            results = run_bench(input_path, metrics, threshold=threshold, threshold_from=threshold_from,
+            results = run_bench(input_path, metrics or ["grounding"], threshold=threshold, threshold_from=threshold_from,
                                 options=parse_options(option), limit=limit, progress=tick,
                                 engine=engine_options(engine, address, actors, batch_size), schema=schema)
         except (KeyError, ValueError, FileNotFoundError, ImportError, ConnectionError, RuntimeError) as error:
@@ -62,6 +62,9 @@ def bench_command(
     if as_json:
         print(json.dumps({name: {**r.as_dict(), "cost": _cost_totals(r.scores)} for name, r in results.items()},
                          indent=2, ensure_ascii=False))
+        for name, r in results.items():  # beside the JSON, not in it: stdout stays one JSON object
+            if r.trained_on:
+                console.print(in_sample_line(name, r.trained_on), style="yellow", markup=False, soft_wrap=True)
         return
     table = Table(title=f"bench: {input_path.name}")
     for column in ("metric", "group", "n", "AUC", "F1", "precision", "recall", "bal. acc.", "threshold", "rec/s"):
@@ -71,11 +74,13 @@ def bench_command(
         rows = [("all", r.overall)] + [(g, s) for g, s in r.groups.items() if s.n + s.errors < r.overall.n + r.overall.errors]
         for group, s in rows:
             speed = r.records_per_s if group == "all" else s.records_per_s
-            table.add_row(name, group, str(s.n), fmt(s.auc), fmt(s.f1), fmt(s.precision), fmt(s.recall),
+            table.add_row(f"{name} (in-sample)" if r.in_sample and group == "all" else name, group, str(s.n), fmt(s.auc), fmt(s.f1), fmt(s.precision), fmt(s.recall),
                           fmt(s.balanced_accuracy), f"{r.threshold:.4g}" if group == "all" else "",
                           "—" if speed is None else f"{speed:.0f}")
     out.print(table)
     for name, r in results.items():
+        if r.trained_on:
+            out.print(in_sample_line(name, r.trained_on), style="yellow", markup=False, soft_wrap=True)
         if _judge_cost(r.scores):
             out.print(f"{name}: judge {_judge_cost(r.scores)}")
         if r.spans:
@@ -85,6 +90,12 @@ def bench_command(
                   f"{r.oracle['threshold']:.4g} (F1 {r.oracle['f1']:.3f}, optimistic)")
         if r.overall.errors:
             out.print(f"[yellow]{name}: {r.overall.errors} records failed[/yellow], e.g. {shown(r.first_errors[0])}")
+
+
+def in_sample_line(name: str, file: dict[str, str]) -> str:
+    note = f"; {file['note']}" if file.get("note") else ""
+    return (f"{name} was trained on {file['name']} (sha256 {file['sha256'][:12]}…{note}): its numbers here are "
+            "in-sample and optimistic; see the model card's cross-validated figures")
 
 
 def _cost_totals(scores: Sequence[Any]) -> dict[str, Any] | None:

@@ -23,10 +23,17 @@ if TYPE_CHECKING:
 console = Console(stderr=True)
 out = Console()
 
+def metric_names(values: Sequence[str] | None) -> list[str]:
+    """-m a -m b,c -> ['a', 'b', 'c']: repeated and comma-separated forms alike, order kept, duplicates dropped."""
+    names = (name.strip() for value in values or [] for name in value.split(","))
+    return list(dict.fromkeys(name for name in names if name))
+
+
 MetricsOption = Annotated[
-    str,
-    typer.Option("--metrics", "-m", help="Comma-separated metric names; empty: grounding (plus faithfulness when "
-                                         "GROUNDTRACE_JUDGE_MODEL is set)."),
+    Optional[list[str]],
+    typer.Option("--metrics", "-m", callback=metric_names,
+                 help="Metric names, comma-separated or repeated (-m grounding -m facts); none: grounding (plus "
+                      "faithfulness when GROUNDTRACE_JUDGE_MODEL is set)."),
 ]
 OptionsOption = Annotated[
     Optional[list[str]],

@@ -44,9 +44,9 @@ placeholders = typer.Typer(add_completion=False, pretty_exceptions_show_locals=F
 
 
 @placeholders.command("demo", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
-def demo_placeholder(output: DemoOutputOption = Path("out"), metrics: MetricsOption = DEMO_METRICS) -> None:
+def demo_placeholder(output: DemoOutputOption = Path("out"), metrics: MetricsOption = None) -> None:
     """Needs groundtrace-demo (not installed): says how to install it, then scores the bundled example answers."""
     console.print("[yellow]`groundtrace demo` runs a LangChain chain and a LlamaIndex query engine; it comes with "
                   f"groundtrace-demo, which is not installed:[/yellow] {PROVIDED_BY['demo']}")
     console.print("Meanwhile, here are the bundled example answers, scored offline.")
-    score_examples(output, metrics)
+    score_examples(output, ",".join(metrics or []))

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from groundtrace.tally import Tally
 
 
-def score_file(input_path: str, metrics: str, output: Path | None, workers: int, options: dict,
+def score_file(input_path: str, metrics: Sequence[str] | str | None, output: Path | None, workers: int, options: dict,
                 sinks: str | None = None, engine: dict[str, Any] | None = None, keep: int = 0,
                 schema: str | None = None) -> Tally:
     from groundtrace.stream import score_stream
@@ -57,12 +57,13 @@ def score_file(input_path: str, metrics: str, output: Path | None, workers: int,
         items, total = read_layout(input_path, schema).rows, count_records(input_path)
     built = command_line_sinks(sinks, settings)
     tally = Tally(keep=keep)
-    sink = open(output, "w", encoding="utf-8") if output else nullcontext(None)
     try:
+        # the metrics' preflight runs here: a metric that cannot run at all stops the command before -o is written
+        rows = score_stream(items, metrics, options=options, workers=workers, mask=settings.mask, **(engine or {}))
+        sink = open(output, "w", encoding="utf-8") if output else nullcontext(None)
         with sink as handle, progress_bar() as progress:
             task = progress.add_task("scoring", total=total)
-            for row in score_stream(items, metrics, options=options, workers=workers, mask=settings.mask,
-                                    **(engine or {})):
+            for row in rows:
                 tally.add(row)
                 emit_all(built, row.record, row.scores, capture_text=settings.capture_text)
                 if handle:
@@ -128,18 +129,19 @@ def command_line_sinks(names: str | None, settings: Any = None) -> list[Any]:
     return built
 
 
-def _backfill(spec: str, metrics: str, output: Path | None, workers: int, options: dict, sinks: str | None,
+def _backfill(spec: str, metrics: Sequence[str] | str | None, output: Path | None, workers: int, options: dict, sinks: str | None,
               filters: Any, rescore: bool, source_options: dict[str, Any],
               engine: dict[str, Any], keep: int = 0) -> tuple[Tally, Any]:
     from groundtrace.backfill import backfill
-    from groundtrace.engine import metric_specs
-    from groundtrace.stream import score_stream
+    from groundtrace.engine import build_metrics, metric_specs
+    from groundtrace.stream import preflight, score_stream
     from groundtrace.sources import open_source
     from groundtrace.tally import Tally
 
     settings = Settings.from_env()
-    source = open_source(spec, settings, **source_options)
     names = [name for name, _ in metric_specs(metrics, options, settings)]
+    preflight(build_metrics(names, options, settings))  # a metric that cannot run stops it before the source is read
+    source = open_source(spec, settings, **source_options)
     if sinks is None:  # by default the scores go back to the platform they were read from
         sinks = source.sink or ""
     built = command_line_sinks(sinks, settings)
@@ -166,7 +168,7 @@ def _backfill(spec: str, metrics: str, output: Path | None, workers: int, option
 def score_command(
     input_path: Annotated[Optional[str], typer.Argument(help="Records (question, contexts, answer, ...; or RAGAS / DeepEval fields, see --schema) as JSONL, .csv or .parquet; - for JSONL on stdin. Or use --from.")] = None,
     source: Annotated[Optional[str], typer.Option("--from", help="Score logged requests instead of a file: otel-json:PATH, phoenix:PROJECT, mlflow:EXPERIMENT, langfuse[:PROJECT], langsmith:PROJECT.")] = None,
-    metrics: MetricsOption = "",
+    metrics: MetricsOption = None,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Where to write scored records (JSONL). With --from, appended to: a rerun skips the ids already there.")] = None,
     workers: Annotated[int, typer.Option(help="Records scored concurrently.")] = 1,
     option: OptionsOption = None,

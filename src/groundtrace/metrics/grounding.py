@@ -62,6 +62,12 @@ class GroundingMetric(Metric):
     def documented_threshold(cls) -> float:
         return float(model_card()["threshold"])
 
+    @property
+    def trained_on(self) -> list[dict[str, str]]:
+        """The files the shipped model was trained on, from its card (see groundtrace.provenance): the bench
+        marks its numbers on them as in-sample."""
+        return list(model_card().get("trained_on", []))
+
     def __init__(self, *, threads: int = 1, model: CrossEncoder | None = None, evidence: EvidenceMode = DEFAULT_EVIDENCE,
                  embedder: str | None = None, **options) -> None:
         reading = {k: _typed(getattr(Reading, k), options.pop(k)) for k in list(options) if k in Reading.__dataclass_fields__}

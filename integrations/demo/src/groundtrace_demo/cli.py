@@ -16,15 +16,15 @@ from groundtrace.cli import DEMO_METRICS, DemoOutputOption, MetricsOption, conso
 
 def demo_command(
     output: DemoOutputOption = Path("out"),
-    metrics: MetricsOption = DEMO_METRICS,
+    metrics: MetricsOption = None,
     examples: Annotated[bool, typer.Option("--examples", help="Only score the bundled example answers (needs no LangChain or LlamaIndex).")] = False,
     mlflow: Annotated[bool | None, typer.Option("--mlflow/--no-mlflow", help="Attach the scores to MLflow traces in a local store under OUTDIR (default: when mlflow is installed).")] = None,
 ) -> None:
     """Answer bundled questions with a real LangChain chain and LlamaIndex query engine, groundtrace attached, and show the scores."""
     if examples:
-        score_examples(output, metrics)
+        score_examples(output, ",".join(metrics or []))
         return
     from groundtrace_demo.runner import run_demo, show
 
-    names = [m.strip() for m in metrics.split(",") if m.strip()] or DEMO_METRICS.split(",")
+    names = metrics or DEMO_METRICS.split(",")
     show(run_demo(output, names, mlflow=mlflow, console=console), out)

@@ -43,6 +43,7 @@ from groundtrace.backends.judge.client import (
     JudgeError,
     JudgeResult,
     Mode,
+    no_endpoint,
     shared_client,
 )
 from groundtrace.backends.judge.parsing import extract_json, looks_like_refusal, strict_schema
@@ -66,6 +67,7 @@ __all__ = [
     "extract_json",
     "looks_like_refusal",
     "price_of",
+    "no_endpoint",
     "shared_client",
     "strict_schema",
 ]

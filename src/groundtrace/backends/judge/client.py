@@ -28,7 +28,7 @@ from groundtrace.config import JudgeSettings, Settings
 from groundtrace.redaction import register_secrets
 
 __all__ = ["CLIENT_OPTIONS", "DEFAULT_BASE_URL", "DEFAULT_MODEL", "MODES", "JudgeClient", "JudgeError", "JudgeResult",
-           "Mode", "judge_settings", "shared_client"]
+           "Mode", "judge_settings", "no_endpoint", "shared_client"]
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -83,12 +83,9 @@ class JudgeClient(StructuredOutput):
         self.base_url = (base_url or judge.base_url or DEFAULT_BASE_URL).rstrip("/")
         key = api_key or judge.api_key
         register_secrets(key)
-        if not key and "api.openai.com" in self.base_url:
-            raise JudgeError(
-                "no API key for OpenAI: set OPENAI_API_KEY or pass api_key=..., or point OPENAI_BASE_URL "
-                "(base_url=...) at a local OpenAI-compatible server",
-                kind="config",
-            )
+        missing = no_endpoint(base_url, api_key, judge)
+        if missing:
+            raise JudgeError(f"no API key for OpenAI: {missing}, or pass api_key= or base_url=", kind="config")
         self.timeout_s = float(timeout_s)
         self.max_retries = int(max_retries)
         self.concurrency = int(concurrency)
@@ -236,6 +233,18 @@ def judge_settings(settings: JudgeSettings | Settings | None = None) -> JudgeSet
     if isinstance(settings, Settings):
         return settings.judge
     return settings if settings is not None else JudgeSettings.from_env()
+
+
+def no_endpoint(base_url: str | None = None, api_key: str | None = None,
+                settings: JudgeSettings | Settings | None = None) -> str | None:
+    """What to set when no judge can be called with these options and settings, None when one can: the one
+    place that decides whether a judge is configured. OpenAI's endpoint (the default) needs a key; any other
+    OpenAI-compatible server (a local llama.cpp) needs none, so OPENAI_BASE_URL alone is enough."""
+    judge = judge_settings(settings)
+    if api_key or judge.api_key or "api.openai.com" not in (base_url or judge.base_url or DEFAULT_BASE_URL):
+        return None
+    return ("set OPENAI_API_KEY (OpenAI) or OPENAI_BASE_URL (any OpenAI-compatible server, e.g. a local "
+            "llama.cpp)")
 
 
 def shared_client(**options: Any) -> JudgeClient:

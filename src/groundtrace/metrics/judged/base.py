@@ -29,7 +29,7 @@ from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
 
-from groundtrace.backends.judge import CLIENT_OPTIONS, JudgeClient, JudgeError, JudgeResult, shared_client
+from groundtrace.backends.judge import CLIENT_OPTIONS, JudgeClient, JudgeError, JudgeResult, no_endpoint, shared_client
 from groundtrace.metrics.base import Metric, Result
 from groundtrace.metrics.judged import prompts
 from groundtrace.record import Record
@@ -148,6 +148,16 @@ class JudgeMetric(Metric):
         if self._client is None:
             self._client = shared_client(**self.client_options)
         return self._client
+
+    def preflight(self) -> None:
+        """A batch with no judge to call stops here, before its first record, saying what to set."""
+        if self._client is not None:
+            return
+        options = self.client_options
+        missing = no_endpoint(options.get("base_url"), options.get("api_key"), options.get("settings"))
+        if missing:
+            raise JudgeError(f"{self.name} needs a judge: {missing}, or -O {self.name}.base_url=URL "
+                             "(base_url= in Python)", kind="config")
 
     # ------------------------------------------------------------------ what subclasses implement
     def judge(self, record: Record, run: JudgeRun) -> Result:
