@@ -160,3 +160,15 @@ def test_groundtrace_progress_shows_the_bar_when_not_on_a_terminal(tmp_path, mon
         assert result.exit_code == 0, result.output
         shown[flag] = screen.getvalue()
     assert "1/1" not in shown["0"] and "1/1" in shown["1"]
+
+
+def test_score_says_why_records_failed_not_only_in_the_file(tmp_path):
+    """Records a metric could not score are counted and the first reason is printed, not left for -o alone."""
+    path = tmp_path / "a.jsonl"
+    path.write_text(json.dumps({"id": "1", "question": "q", "contexts": ["The fee is 10 dollars."], "answer": ""}) + "\n"
+                    + json.dumps({"id": "2", "question": "q", "contexts": ["The fee is 10 dollars."],
+                                  "answer": "The fee is 10 dollars."}) + "\n", encoding="utf-8")
+    result = runner.invoke(app, ["score", str(path), "-m", "lexical"])
+    assert result.exit_code == 0, result.output
+    assert "lexical: 1 of 2 records failed, e.g. " in result.output
+    assert "there is no text to score" in result.output

@@ -23,6 +23,7 @@ class MetricTally:
     flagged: int = 0
     latency_sum_ms: float = 0.0
     latency_count: int = 0
+    first_error: str | None = None  # what went wrong, said once in the summary instead of only in the file
 
     @property
     def ok(self) -> int:
@@ -61,6 +62,8 @@ class Tally:
                 metric.flagged += bool(score.hallucinated)
             else:
                 metric.errors += 1
+                if metric.first_error is None:
+                    metric.first_error = score.error or "the metric returned no value"
             if score.latency_ms is not None:
                 metric.latency_sum_ms += score.latency_ms
                 metric.latency_count += 1

@@ -119,6 +119,13 @@ def summary_table(tally: Tally, title: str = "Scores") -> Table:
     return table
 
 
+def failure_lines(tally: Tally) -> list[str]:
+    """One line per metric that failed on some records, with the first reason: an error Score is never only in
+    the file."""
+    return [f"[yellow]{name}: {metric.errors} of {metric.records} records failed[/yellow], e.g. {shown(metric.first_error)}"
+            for name, metric in tally.metrics.items() if metric.errors and metric.first_error]
+
+
 def records_table(rows: Sequence[ScoredRecord], limit: int = 20) -> Table:
     table = Table(title="Per record", show_lines=False)
     table.add_column("id")

@@ -22,6 +22,7 @@ from groundtrace.cli.common import (
     SchemaOption,
     console,
     engine_options,
+    failure_lines,
     json_or_text,
     out,
     parse_options,
@@ -220,6 +221,8 @@ def score_command(
         out.print(records_table(tally.kept, show))
     if tally.count:
         out.print(summary_table(tally))
+    for line in failure_lines(tally):
+        console.print(line, soft_wrap=True)
     if summary is not None:
         console.print(summary.line())
         for failure in summary.failures:
