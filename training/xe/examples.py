@@ -9,7 +9,7 @@ sentencepiece).
     WORK/eval/NAME.jsonl.xz          measurement sets, each record with its claims (character spans,
                                      as the metric cuts them), never trained on
 
-Sources and what each teaches are in docs/grounding-model-card.md.
+Sources and what each teaches are in docs/benchmarks/grounding-model-card.md.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def base_examples(work: Path, seed: int) -> list[dict]:
 
 # grounding-4 (``g4``): grounding-2's base sources at its sizes, the public sets of summaries, dialogue
 # replies and claims (balanced by copy share: public.py), some polarity twins and composed pairs;
-# sized for a 2-core CPU (docs/grounding-model-card.md, grounding-4)
+# sized for a 2-core CPU (docs/benchmarks/grounding-model-card.md, grounding-4)
 G4_SYNTH_PER_LANGUAGE = 2200
 G4_HALUEVAL_ITEMS = 1000
 G4_COMPOSED_PER_LANGUAGE = 800

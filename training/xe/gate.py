@@ -44,7 +44,7 @@ from xe.cv_report import cross_validated  # noqa: E402
 
 from groundtrace.classification import roc_auc  # noqa: E402
 
-G2_CV_AUC = 0.784  # docs/grounding-model-card.md: grounding-2's out-of-fold AUC (max), the only CV it has
+G2_CV_AUC = 0.784  # docs/benchmarks/grounding-model-card.md: grounding-2's out-of-fold AUC (max), the only CV it has
 G2_THRESHOLD = 0.5149  # grounding-2's card threshold (its maximum word token)
 HELD_OUT = ("public_summedits", "public_qags", "public_begin", "public_faithdial", "public_lfqa")
 REPORTED = ("public_wice", "halluqa_zh")

@@ -16,7 +16,7 @@ question and contexts together with the answer and gives every answer token P(un
     spans    = runs of tokens with p_t >= the span threshold (the card's, else the verdict's),
                widened to whole words
 
-The model card is docs/grounding-model-card.md; training is training/ (grounding-2: commit 582ff0f's training/build_crossencoder.sh).
+The model card is docs/benchmarks/grounding-model-card.md; training is training/ (grounding-2: commit 582ff0f's training/build_crossencoder.sh).
 """
 
 from __future__ import annotations
