@@ -38,6 +38,7 @@ def test_token_shapes_are_redacted_and_the_words_around_them_kept(text: str, sho
 
 @pytest.mark.parametrize("advice", [
     "set OPENAI_API_KEY or pass api_key=..., or point OPENAI_BASE_URL (base_url=...) at a local server",
+    "set OPENAI_API_KEY (OpenAI) or OPENAI_BASE_URL (a local server), or pass api_key= or base_url=",
     "pass api_key=OPENAI_API_KEY", "api_key=<your key>", "api_key=YOUR_KEY", "api_key=$OPENAI_API_KEY",
     "api_key=${OPENAI_API_KEY}.", "api_key=%OPENAI_API_KEY%", "api_key=your-key-here", "api_key=", "api_key=…",
     "``api_key=…``-style", "password: ******", "Authorization: Bearer <token>", "Authorization: Bearer $TOKEN",
@@ -82,7 +83,7 @@ def _templates() -> list[tuple[str, str]]:
 def test_every_message_groundtrace_writes_comes_out_of_redaction_unchanged() -> None:
     templates = _templates()
     assert len(templates) > 1000  # the scan found the sources
-    assert any("pass api_key=..., or point" in text for _, text in templates)
+    assert any("pass api_key=" in text for _, text in templates)  # the judge's advice, among them
     assert [(where, text) for where, text in templates if Redactor().redact(text) != text] == []
 
 
@@ -90,10 +91,11 @@ def test_synth_hallucinations_without_a_key_gives_its_advice_whole(tmp_path, mon
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     result = CliRunner().invoke(app, ["synth-hallucinations", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl")])
+    shown = " ".join(result.output.split())
     assert result.exit_code == 2
-    assert " ".join(result.output.split()) == (
-        "error: no API key for OpenAI: set OPENAI_API_KEY or pass api_key=..., or point OPENAI_BASE_URL "
-        "(base_url=...) at a local OpenAI-compatible server")
+    # the advice's wording may change; whatever it says comes out whole, with no [redacted] in it
+    assert shown.startswith("error: no API key for OpenAI: set OPENAI_API_KEY") and "pass api_key=" in shown
+    assert "[redacted]" not in shown, shown
 
 
 def test_configured_secrets_of_any_shape_are_redacted_the_longest_first() -> None:
