@@ -139,3 +139,64 @@ def test_a_number_in_another_unit_is_a_hallucinated_fact(context, planted, faith
     assert good.details["hallucinated_facts"] == []
     assert good.details["E_f"] == 0.0
     assert good.value == pytest.approx(0.5 * (1 - 0.8))
+
+
+@pytest.mark.parametrize(
+    ("answer", "stated", "other"),
+    [
+        ("The library opens at 9:00.", "The library opens at 9:00 and closes at 18:00.", "The library opens at 10:00."),
+        ("Библиотека открывается в 9:00.", "Библиотека открывается в 9:00 и закрывается в 18:00.",
+         "Библиотека открывается в 10:00."),
+        ("图书馆9:00开门。", "图书馆9:00开门，18:00关门。", "图书馆10:00开门。"),
+    ],
+)
+def test_a_time_of_day_is_one_fact_supported_by_the_same_time(answer, stated, other):
+    # cosine([1, 0], [0.8, 0.6]) = 0.8 against either context; only the facts differ
+    table = TableEmbedder({answer: [1.0, 0.0], stated: [0.8, 0.6], other: [0.8, 0.6]})
+    metric = get_metric("facts", embedder=table)
+    good = metric.score({"contexts": [stated], "answer": answer})
+    # F(O) = {09:00 (time)}, not the numbers 9 and 00; the context states 09:00: F_h = {}, E_f = 0
+    assert good.details["answer_facts"] == ["9:00"]
+    assert good.details["hallucinated_facts"] == [] and good.details["E_f"] == 0.0
+    assert good.value == pytest.approx(0.5 * (1 - 0.8))
+    bad = metric.score({"contexts": [other], "answer": answer})
+    # the context states 10:00 only: F_h = {9:00}, E_f = 1/1
+    assert bad.details["hallucinated_facts"] == ["9:00"] and bad.details["E_f"] == 1.0
+    assert bad.value == pytest.approx(0.5 * (1 - 0.8) + 0.5 * 1.0)
+    assert [(s.text, s.label) for s in bad.spans] == [("9:00", "unsupported time")]
+    assert bad.reason.endswith("1 of 1 facts are not in the contexts: 9:00 (time)")
+
+
+@pytest.mark.parametrize(
+    ("text", "language", "facts"),
+    [
+        ("opens at 9:00", "en", [("time", "09:00", "9:00")]),
+        ("opens at 09:00", "en", [("time", "09:00", "09:00")]),
+        ("opens at 9:00 am", "en", [("time", "09:00", "9:00 am")]),
+        ("from 9 a.m. to 9 pm", "en", [("time", "09:00", "9 a.m."), ("time", "21:00", "9 pm")]),
+        ("at 12 am, at 12:30 pm, at 9.30 am", "en",
+         [("time", "00:00", "12 am"), ("time", "12:30", "12:30 pm"), ("time", "09:30", "9.30 am")]),
+        ("the alarm rang at 21:05:30", "en", [("time", "21:05:30", "21:05:30")]),
+        ("открывается в 9:00, закрывается в 18:30", "ru", [("time", "09:00", "9:00"), ("time", "18:30", "18:30")]),
+        ("9点开门，下午3点半关门，9时30分开会", "zh",
+         [("time", "09:00", "9点"), ("time", "15:30", "下午3点半"), ("time", "09:30", "9时30分")]),
+        # not times: a score, a ratio, an hour past 23, minutes past 59 or of one digit
+        ("they won 2:1", "en", [("number", "2", "2"), ("number", "1", "1")]),
+        ("mixed 3:1", "en", [("number", "3", "3"), ("number", "1", "1")]),
+        ("at 24:00 or 9:75 or 9:5", "en", [("number", "24", "24"), ("number", "0", "00"), ("number", "9", "9"),
+                                         ("number", "75", "75"), ("number", "9", "9"), ("number", "5", "5")]),
+        ("3小时", "zh", [("number", "3 hour", "3小时")]),  # hours, a duration: not a time
+    ],
+)
+def test_times_are_normalised_to_the_24_hour_clock(text, language, facts):
+    from groundtrace.text.facts import extract_facts
+
+    assert [(f.kind, f.key, f.text) for f in extract_facts(text, language)] == facts
+
+
+def test_a_time_is_supported_by_the_same_time_in_another_form():
+    from groundtrace.text.facts import FactIndex, extract_facts
+
+    context = FactIndex.build("Doors open at 09:00 am and close at 21:05:30.", "en")
+    assert [context.supports(f) for f in extract_facts("at 9:00, 9 am, 21:05, 9 pm and 10:00", "en")] == \
+        [True, True, True, False, False]

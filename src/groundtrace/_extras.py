@@ -17,4 +17,14 @@ def missing_extra(extra: str, what: str, error: ImportError) -> MissingExtraErro
 
 class ModelUnavailableError(RuntimeError):
     """A model a metric needs cannot be had (not on disk, not in the Hugging Face cache and not downloadable,
-    or broken); the message names the model and says how to get it."""
+    or broken); the message names the model and says how to get it. Permanent for the process: the metric
+    cannot load until the user changes a setting, so retrying (the next record, the next batch) is no use."""
+
+    #: read by whoever might retry (the Monitor): False, a setting must change first
+    retryable = False
+
+
+class HubUnreachableError(ModelUnavailableError):
+    """The model is not on this machine and the Hugging Face Hub cannot be reached to fetch it (no network, a
+    refused or timed-out connection, the Hub answering 5xx): the network, not the model, is named, with the
+    fixes that need no network (HF_HUB_OFFLINE=1 and the local cache, or a folder)."""

@@ -10,7 +10,9 @@ the command line's output all pass through :func:`redact`, which replaces with `
   headers, ``sk-…``/``pk-lf-…``/``lsv2_…`` keys, ``api_key=…``-style assignments and passwords
   in URLs.
 
-The words around a secret stay, so a reason keeps its use ("HTTP 401: check OPENAI_API_KEY").
+The words around a secret stay, so a reason keeps its use ("HTTP 401: check OPENAI_API_KEY"), and a value in
+a secret's place is removed only when it looks like a credential: advice such as "pass api_key=...",
+"api_key=<your key>" or "api_key=$OPENAI_API_KEY" stays word for word.
 The user's own question, contexts and answer are not redacted here: that is the mask's job
 (:mod:`groundtrace.privacy`). This module imports nothing of groundtrace, so everything may use it.
 """
@@ -26,19 +28,28 @@ REDACTED = "[redacted]"
 #: shorter values are not treated as secrets: redacting every "abc" would garble the text
 MIN_SECRET_CHARS = 6
 
-# Each pattern keeps its group 1 (the label) and replaces the rest of the match.
+# Each pattern keeps its group 1 (the label) and replaces the group "value", when that value looks like a
+# credential (see _is_credential): "pass api_key=...", "Bearer $TOKEN" and "OPENAI_API_KEY=<your key>" are advice.
 _SHAPES = [
     # a header, wherever it is quoted: "Authorization: Bearer sk-...", "x-api-key: ..."
     re.compile(r"(?i)((?:proxy-)?authorization|x-api-key|api-key)(\"?\s*[:=]\s*\"?)(?!\[redacted)"
-               r"(?:(?:bearer|basic|token)\s+)?[^\s\"',;]+"),
+               r"(?:(?:bearer|basic|token)\s+)?(?P<value><[^<>\n]{1,60}>|[^\s\"'`,;]+)"),
     # a credential scheme with its token (one with a digit: "basic premise" is English)
-    re.compile(r"(?i)\b(bearer|basic)\s+(?=[A-Za-z._~+/=-]*\d)[A-Za-z0-9._~+/=-]{6,}"),
+    re.compile(r"(?i)\b(bearer|basic)\s+(?P<value>(?=[A-Za-z._~+/=-]*\d)[A-Za-z0-9._~+/=-]{6,})"),
     # an assignment to a secret-looking name: api_key=..., OPENAI_API_KEY="...", password: ...
     re.compile(r"(?i)([A-Za-z0-9_.-]*(?:api[_-]?key|secret[_-]?key|client[_-]?secret|"
-               r"access[_-]?token|auth[_-]?token|refresh[_-]?token|password|passwd)[\"']?\s*[=:]\s*[\"']?)(?!\[redacted)[^\s\"',;&)}\]]+"),
+               r"access[_-]?token|auth[_-]?token|refresh[_-]?token|password|passwd)[\"']?\s*[=:]\s*[\"']?)(?!\[redacted)"
+               r"(?P<value><[^<>\n]{1,60}>|[^\s\"'`,;&)}\]]+)"),
     # a password in a URL: scheme://user:password@host
-    re.compile(r"(://[^/\s:@]+:)[^/\s@]+(?=@)"),
+    re.compile(r"(://[^/\s:@]+:)(?P<value>[^/\s@]+)(?=@)"),
 ]
+# values that stand for a credential without being one: "...", "***", "<your key>" (words in brackets), "$OPENAI_API_KEY",
+# "${TOKEN}", "%API_KEY%", "YOUR_KEY", "your-key-here", an environment variable's name (OPENAI_API_KEY)
+# or a bare scheme word ("Authorization: Bearer")
+_PLACEHOLDER = re.compile(
+    r"[.\u2026*xX-]+|<[^<>\d]*>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%[A-Za-z_][A-Za-z0-9_]*%|(?i:your)(?:[^a-z].*)?"
+    r"|[A-Z]+|[A-Z][A-Z0-9]*(?:_[A-Z][A-Z0-9]*)+|(?i:bearer|basic|token)"
+)
 # keys whose shape names them, with no label around them
 _KEYS = re.compile(r"\b(?:sk|pk|rk)-(?:[A-Za-z0-9]+-)*[A-Za-z0-9_]{8,}|\blsv2_[a-z]{2}_[A-Za-z0-9_]{8,}")
 # a piece every match of a shape or key above contains, with the same case folding: a text without any
@@ -78,7 +89,16 @@ class Redactor:
         return _KEYS.sub(REDACTED, text)
 
 
+def _is_credential(value: str) -> bool:
+    """Whether a value in a secret's place is one: long enough (MIN_SECRET_CHARS, as for configured
+    keys) and not a placeholder or a variable's name, which are advice to keep."""
+    bare = value.rstrip(".:!?)]") or value  # the sentence's own stop is not the value's
+    return len(bare) >= MIN_SECRET_CHARS and _PLACEHOLDER.fullmatch(bare) is None
+
+
 def _keep_label(match: re.Match[str]) -> str:
+    if not _is_credential(match.group("value")):
+        return match.group(0)
     label = match.group(1)
     if match.re is _SHAPES[0]:
         return f"{label}{match.group(2)}{REDACTED}"

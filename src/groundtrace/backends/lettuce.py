@@ -69,6 +69,7 @@ class LettuceModel(HubModel[_Loaded]):
     extra = EXTRA
     packages = ("lettucedetect", "torch", "transformers")
     what = "the lettuce metric (LettuceDetect)"
+    metric = "lettuce"
 
     def __init__(self, model: str = DEFAULT_MODEL, *, max_length: int = DEFAULT_MAX_LENGTH,
                  taxonomy_head: str | None = None, **options: Any) -> None:

@@ -64,6 +64,7 @@ class EntailmentModel(HubModel[_Loaded]):
     extra = EXTRA
     packages = ("torch", "transformers")
     what = "the nli metric"
+    metric = "nli"
 
     def __init__(self, model: str = DEFAULT_MODEL, *, max_length: int | None = None, batch_size: int = 16,
                  entailment_label: str | int | None = None, **options: Any) -> None:

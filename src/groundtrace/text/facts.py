@@ -1,7 +1,8 @@
-"""Checkable facts in a text: numbers and quantities, dates and years, names and acronyms.
+"""Checkable facts in a text: numbers and quantities, dates and years, times of day, names and acronyms.
 
 A fact of the answer is *supported* when the contexts state the same thing in any of its written
-forms: the same value (and a compatible unit), the same date, or a name whose words all occur there.
+forms: the same value (and a compatible unit), the same date, the same time of day ("9:00 am" is
+"09:00", text.times), or a name whose words all occur there.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from typing import Literal
 
 from groundtrace.text.numbers import MONTHS, canonical_number, find_dates, find_quantities
 from groundtrace.text.stopwords import stopwords
+from groundtrace.text.times import find_times
 from groundtrace.text.tokenize import fold, jieba_module, tokenize
 from groundtrace.text.units import COUNT, is_unit_word, units_agree
 
-FactKind = Literal["number", "year", "date", "name"]
+FactKind = Literal["number", "year", "date", "time", "name"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +79,10 @@ def extract_facts(text: str, language: str = "en", *, discover_names: bool = Tru
         kind: FactKind = "year" if date.key.isdigit() else "date"
         add(Fact(kind, date.key, text[date.start : date.end], date.start, date.end,
                  value=float(date.year) if kind == "year" and date.year is not None else None))
+    # before the numbers: "9:00" is one time, not the numbers 9 and 00
+    for time in find_times(text):
+        if free(time.start, time.end):
+            add(Fact("time", time.key, text[time.start : time.end], time.start, time.end))
     for name in _names(text, language, discover_names):
         if free(name.start, name.end):
             add(name)
@@ -197,6 +203,7 @@ class FactIndex:
     values: dict[float, set[str | None]] = field(default_factory=dict)
     years: set[int] = field(default_factory=set)
     dates: set[str] = field(default_factory=set)
+    times: set[str] = field(default_factory=set)
     words: set[str] = field(default_factory=set)
     prefixes: set[str] = field(default_factory=set)
     folded: str = ""
@@ -210,6 +217,8 @@ class FactIndex:
         for fact in facts:
             if fact.value is not None:
                 index.values.setdefault(fact.value, set()).add(fact.unit)
+            if fact.kind == "time":
+                index.times.add(fact.key)
             if fact.kind in ("date", "year"):
                 index.dates.add(fact.key)
                 year = fact.key[:4]
@@ -227,6 +236,8 @@ class FactIndex:
             return self._has_name(fact.key)
         if fact.kind == "date":
             return self._has_date(fact.key)
+        if fact.kind == "time":  # the same time, or the same minute stated to the second
+            return fact.key in self.times or any(t.startswith(fact.key + ":") for t in self.times)
         # numbers and years: the same value in a unit that can name the same thing ("5 years" is not
         # supported by "5 business days"), or a date in that year
         units = self.values.get(fact.value) if fact.value is not None else None
