@@ -89,7 +89,11 @@ class ChildProcess:
                 _pipe(proc.stdin).flush()
         except OSError:
             pass  # the child died at once: its answer below says so
+        deadline = time.monotonic() + self.start_timeout_s
         line = self._read_line(proc, self.start_timeout_s)
+        while line and line.startswith(b"l"):  # what the child said while starting (a metric that cannot load)
+            _relay_log(line[1:])
+            line = self._read_line(proc, max(0.0, deadline - time.monotonic()))
         if not line or line.strip() != _READY.encode():
             self._kill(proc)
             said = line.decode("utf-8", "replace").strip() if line else "no answer" if line is None else "it exited"
