@@ -169,13 +169,14 @@ def watch_command(
 
     follower = Follower(target)
     try:
-        if not target.exists():
-            if not follow:
-                warn(f"no scores yet: {target} does not exist (it appears with the first scored answer)")
-                raise typer.Exit(2)
-            warn(f"waiting for {target} (nothing scored yet; Ctrl-C to stop)")
+        there = target.exists()
+        if not there and not follow:
+            warn(f"no scores yet: {target} does not exist (it appears with the first scored answer)")
+            raise typer.Exit(2)
         for row, scores in deque(_rows(follower.lines(), view, warn), maxlen=last):  # read through, keep the last
             show(row, scores)
+        if not there:
+            warn(f"waiting for {target} (nothing scored yet; Ctrl-C to stop)")
         while follow:
             time.sleep(POLL_S)
             for row, scores in _rows(follower.lines(), view, warn):
