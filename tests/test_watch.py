@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -178,6 +179,10 @@ def test_follow_prints_what_is_appended_after_it_started(tmp_path):
         seen = _until(out, '"Berlin", "founded in 1200"')
         assert [line.split("  ", 1)[1] for line in seen[:1]] == ["r3  (no question)\n"]
         assert seen[1:] == ["  grounding  0.20  flagged\n", '    "Berlin", "founded in 1200"\n']
+        watcher.send_signal(signal.SIGINT)  # Ctrl-C: exit 0, quietly
+        assert watcher.wait(timeout=10) == 0
+        time.sleep(0.2)  # the reader thread takes what the watcher wrote last
+        assert list(err.queue) == []  # no traceback, no word
     finally:
         watcher.terminate()
         watcher.wait(timeout=10)
