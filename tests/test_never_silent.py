@@ -9,7 +9,6 @@ import logging
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest

@@ -47,6 +47,8 @@ def live_sinks(spec: Sequence[Any] | str | None, settings: Settings | None = Non
 
 def announce(path: Path) -> None:
     """Say once per process (per path) where the scores go and how to look at them."""
+    if path in _announced:  # every record after the first one: a set lookup, no lock
+        return
     with _lock:
         if path in _announced:
             return
