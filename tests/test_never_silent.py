@@ -9,6 +9,7 @@ import logging
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -300,3 +301,22 @@ def test_in_a_scoring_process_too(tmp_path, monkeypatch, caplog):
     assert [[(s.metric, s.error) for s in scores] for _, scores in sink.rows] == \
         [[("cannot_load", REASON), ("lexical", None)]] * 6
     assert monitor.stats.failed == 6
+
+
+def test_groundtrace_run_with_no_sink_writes_the_default_store_and_says_so_once(tmp_path):
+    from tests.test_zero_code import LANGCHAIN_APP, LAUNCHER
+
+    (tmp_path / "app.py").write_text(textwrap.dedent(LANGCHAIN_APP))
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("GROUNDTRACE_SINKS", "GROUNDTRACE_JSONL_PATH", "GROUNDTRACE_ENABLED")}
+    env["GROUNDTRACE_METRICS"] = "lexical"
+    done = subprocess.run([str(LAUNCHER), sys.executable, "app.py"], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=180)
+    store = tmp_path / "groundtrace-scores.jsonl"
+    assert done.returncode == 0, done.stderr
+    assert "90 days" in done.stdout
+    (line,) = [json.loads(x) for x in store.read_text().splitlines()]
+    assert line["record"]["answer"] == "You can return items within 90 days."
+    assert done.stderr.count(announcement(store)) == 1
+    assert done.stderr.count("no sink configured") == 1
+    assert f"groundtrace: 1 answer scored, 1 flagged (lexical); scores in {store}\n" in done.stderr

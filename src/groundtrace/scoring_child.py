@@ -180,11 +180,13 @@ def _load_hint(error: BaseException) -> str:
 
 
 def _prepare(metric: Any) -> None:
-    """Load what the metric needs, raising what stops it: ``prepare()`` of a Metric whose ``warm_up()`` is
-    the base's (which would swallow the error), else its own ``warm_up()``."""
+    """Load what the metric needs, raising what stops it: ``preflight()`` and ``prepare()`` of a Metric
+    whose ``warm_up()`` is the base's (which would swallow the error), as the batch engines ask them;
+    else its own ``warm_up()``."""
     from groundtrace.metrics import Metric
 
     if isinstance(metric, Metric) and type(metric).warm_up is Metric.warm_up:
+        metric.preflight()
         metric.prepare()
         return
     warm_up = getattr(metric, "warm_up", None)
