@@ -4,6 +4,9 @@ import os
 
 # rich wraps tables to the terminal; tests read whole cells
 os.environ.setdefault("COLUMNS", "200")
+# a Monitor given no sinks writes to the default store (groundtrace-scores.jsonl in the working
+# directory) when none is configured: the tests say none, and those of the default store unset it
+os.environ.setdefault("GROUNDTRACE_SINKS", "none")
 
 from pathlib import Path
 

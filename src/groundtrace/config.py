@@ -8,7 +8,8 @@ Everything else receives a :class:`Settings` (or plain arguments) and reads no e
                                  when GROUNDTRACE_JUDGE_MODEL is set)
     GROUNDTRACE_SAMPLE_RATE      fraction of traces scored, 0..1 (default 1)
     GROUNDTRACE_SINKS            comma-separated sink names: otel, jsonl (or jsonl:PATH), langsmith, mlflow,
-                                 phoenix, langfuse, or module:Class of your own
+                                 phoenix, langfuse, or module:Class of your own; none: no sink at all. Unset:
+                                 live capture writes to the local default store (jsonl at GROUNDTRACE_JSONL_PATH)
     GROUNDTRACE_QUEUE_SIZE       records waiting for a worker before new ones are dropped (default 1000)
     GROUNDTRACE_WORKERS          background scoring threads (default 1)
     GROUNDTRACE_CPU_BUDGET       the CPU groundtrace may take, as a share of one core (0.25: a quarter core);
@@ -18,7 +19,9 @@ Everything else receives a :class:`Settings` (or plain arguments) and reads no e
     GROUNDTRACE_ISOLATION        auto (default), process, thread or ray: where the metrics run (see Monitor)
     GROUNDTRACE_RAY_ADDRESS      a Ray cluster (auto, HOST:PORT or ray://HOST:PORT): the Monitor scores on
                                  its actors (isolation "ray" unless GROUNDTRACE_ISOLATION says otherwise)
-    GROUNDTRACE_JSONL_PATH       where the jsonl sink writes (default groundtrace-scores.jsonl)
+    GROUNDTRACE_JSONL_PATH       where the jsonl sink writes, and the default store of live capture with no
+                                 sink configured, which `groundtrace watch` follows (default
+                                 groundtrace-scores.jsonl in the working directory)
     GROUNDTRACE_PROGRESS         1: the command line shows progress bars even when not on a terminal
     GROUNDTRACE_JUDGE_MODEL      the LLM judge's model; setting it adds faithfulness to the default metrics
     OPENAI_BASE_URL              the OpenAI-compatible endpoint of the judge and the openai embedder
@@ -71,6 +74,15 @@ def _split(value: str | None) -> list[str]:
 
 def _text(env: Mapping[str, str], name: str) -> str | None:
     return (env.get(name) or "").strip() or None
+
+
+def _sinks(raw: str | None) -> list[str] | None:
+    """GROUNDTRACE_SINKS: None when unset (nothing configured: live capture uses the default store),
+    [] for ``none``, else the names."""
+    names = _split(raw)
+    if not names:
+        return None
+    return [] if [name.lower() for name in names] == ["none"] else names
 
 
 @dataclass(frozen=True)
@@ -151,7 +163,9 @@ class Settings:
     switched_off: bool = False
     metrics: list[str] = field(default_factory=lambda: list(default_metrics(JudgeSettings())))
     sample_rate: float = 1.0
-    sinks: list[str] = field(default_factory=list)
+    #: the sinks named by GROUNDTRACE_SINKS; None: not configured (live capture then writes to
+    #: :attr:`store_path`, see groundtrace.sinks.live_sinks); []: ``none``, no sink at all
+    sinks: list[str] | None = None
     queue_size: int = 1000
     workers: int = 1
     metric_timeout_s: float = 30.0
@@ -173,6 +187,12 @@ class Settings:
 
     def __post_init__(self) -> None:
         register_secrets(*self.secrets)
+
+    @property
+    def store_path(self) -> Path:
+        """The jsonl sink's file as an absolute path (GROUNDTRACE_JSONL_PATH, else groundtrace-scores.jsonl
+        in the working directory): the default store of live capture, and what `groundtrace watch` follows."""
+        return Path(self.jsonl_path or DEFAULT_JSONL_PATH).expanduser().absolute()
 
     def to_json(self) -> str:
         """These settings as JSON, for a scoring process of groundtrace's own (over its pipe, never its
@@ -216,7 +236,7 @@ class Settings:
             switched_off=enabled is False,
             metrics=_split(env.get("GROUNDTRACE_METRICS")) or list(default_metrics(judge)),
             sample_rate=number("GROUNDTRACE_SAMPLE_RATE", 1.0, float),
-            sinks=_split(env.get("GROUNDTRACE_SINKS")),
+            sinks=_sinks(env.get("GROUNDTRACE_SINKS")),
             queue_size=number("GROUNDTRACE_QUEUE_SIZE", defaults.queue_size, int),
             workers=number("GROUNDTRACE_WORKERS", defaults.workers, int),
             metric_timeout_s=number("GROUNDTRACE_METRIC_TIMEOUT_S", defaults.metric_timeout_s, float),

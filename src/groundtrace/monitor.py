@@ -30,7 +30,8 @@ from groundtrace.privacy import Mask, load_mask, mask_reference
 from groundtrace.record import PendingRecord, Record
 from groundtrace.redaction import get_logger
 from groundtrace.scoring_process import ScoringSetup
-from groundtrace.sinks import close_sinks, flush_sinks, out_of_process, sink_list
+from groundtrace.sinks import close_sinks, flush_sinks, out_of_process
+from groundtrace.sinks.default_store import live_sinks, summary
 
 log = get_logger("groundtrace.monitor")
 
@@ -80,6 +81,8 @@ class MonitorStats:
     scored: int = 0
     failed: int = 0
     sink_errors: int = 0
+    #: answers (scored or failed) that at least one metric flagged as hallucinated
+    flagged: int = 0
     queued: int = 0
     #: CPU seconds groundtrace's workers used: their threads in this process (metrics' too, for
     #: isolation "thread") and their scoring processes (for "ray", the threads here only)
@@ -99,7 +102,10 @@ class Monitor(Workers):
     """Background scoring for live traffic.
 
     ``metrics``: names or instances (default: grounding). ``sinks``: objects with
-    ``emit(record, scores)`` (see groundtrace.sinks), or names. ``sample_rate`` in [0, 1] decides
+    ``emit(record, scores)`` (see groundtrace.sinks), or names; None (default): the configuration's
+    (GROUNDTRACE_SINKS), and when none is configured the default store, a JSONL file (see
+    groundtrace.sinks.default_store: said once, at the first record); ``"none"`` or ``[]``: no sink,
+    silently. ``sample_rate`` in [0, 1] decides
     per trace. ``queue_size`` bounds memory; beyond it records are dropped and counted.
     ``metric_timeout_s`` bounds each metric on each record: a metric that hangs yields an error
     Score.
@@ -190,7 +196,7 @@ class Monitor(Workers):
         self.mask = load_mask(mask)
         self.capture_text = True if capture_text is None else capture_text
         self.metrics = build_metrics(metrics, options, settings)
-        names = sink_list(sinks)
+        names, self.default_store = live_sinks(sinks, settings)
         # sinks given by name are configured by the settings, read once, here and for the scoring process alike
         sink_settings = settings or (Settings.from_env() if any(isinstance(n, str) for n in names) else None)
         self.sinks = build_sinks(names, sink_settings)
@@ -214,6 +220,10 @@ class Monitor(Workers):
         self._closed = False
         self._abandon = False
         self._references: dict[int, tuple[Any, str | None]] = {}
+        self._flagged_by = dict.fromkeys((m.name for m in self.metrics), 0)
+        self._stored = 0  # records delivered to the default store
+        self._warmed: dict[str, str] | None = None  # the metrics that cannot load, once warmed up here
+        self._warm_lock = threading.Lock()
         # the sinks the scoring process builds and feeds itself; the rest (otel, mlflow, objects) run here
         moved = [out_of_process(name, sink) for name, sink in zip(names, self.sinks, strict=True)] \
             if self.isolation == "process" else [False] * len(self.sinks)
@@ -328,7 +338,10 @@ class Monitor(Workers):
         self._metric_pool.shutdown(wait=False, cancel_futures=True)
         for problem in close_sinks(self.sinks):
             log.warning("groundtrace: %s", problem)
-        log.info("groundtrace: monitor closed: %s", self.stats.as_dict())
+        stats = self.stats
+        log.info("groundtrace: monitor closed: %s", stats.as_dict())
+        if self.default_store is not None and self._stored:  # the newcomer's path: where the scores are, once more
+            log.warning(summary(self.default_store, self._stored, stats.failed, stats.flagged, self._flagged_by))
 
     def _drop_queued(self) -> None:
         """Records still waiting when close() gives up are dropped, and counted as such."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
@@ -28,9 +29,10 @@ from groundtrace.privacy import Mask, chain_masks, mask_reference, take_in, text
 from groundtrace.record import InvalidInput, PendingRecord, Record, placeholder_record, realize
 from groundtrace.redaction import get_logger
 from groundtrace.score import Score
-from groundtrace.scoring_child import warm_up_all
+from groundtrace.scoring_child import flagged_mask, warm_up_all
 from groundtrace.scoring_process import Item, Outcome, ScoringProcess
 from groundtrace.sinks import emit_all
+from groundtrace.sinks.default_store import announce
 
 log = get_logger("groundtrace.monitor")
 STOP = object()
@@ -69,6 +71,11 @@ class Workers:
     metric_timeout_s: float
     linger_s: float
     batch_size: int
+    default_store: Path | None
+    _flagged_by: dict[str, int]
+    _stored: int
+    _warmed: dict[str, str] | None
+    _warm_lock: threading.Lock
 
     def _work(self, scorer: Any) -> None:
         if scorer is not None:
@@ -76,8 +83,10 @@ class Workers:
                 scorer.warm_up()
             except Exception as error:
                 log.warning("groundtrace: the scoring process did not start (%s); retrying with the next batch", error)
-        else:  # load the metrics' models here, in this worker, before the first record's time budget starts
-            warm_up_all(self.metrics)
+        else:  # load the metrics' models here, before the first record's time budget starts; once for all workers
+            with self._warm_lock:
+                if self._warmed is None:
+                    self._warmed = warm_up_all(self.metrics)
         while True:
             self._pay_debt()
             batch = self._next_batch(self.budget.batch_limit(self.batch_size) if self.budget else self.batch_size)
@@ -207,9 +216,13 @@ class Workers:
         per_record_ms = (time.perf_counter() - started) * 1000.0 / len(items)
         for item, scores in zip(items, all_scores, strict=False):
             status = "scored" if all(s.ok for s in scores) else "failed"
-            self._settle(item, Outcome(status, latency_ms=per_record_ms, deliver=(item.record, scores)))
+            self._settle(item, Outcome(status, latency_ms=per_record_ms, deliver=(item.record, scores),
+                                       flagged=flagged_mask(scores)))
 
     def _score(self, metric: Metric, record: Record) -> Score:
+        cannot_load = (self._warmed or {}).get(metric.name)
+        if cannot_load is not None:  # a setting that will not heal: no new attempt, the reason at once
+            return metric.error(cannot_load, record.id)
         try:
             future = self._metric_pool.submit(self._measured, metric, record)
         except RuntimeError as error:  # the pool is shut down: closing
@@ -252,8 +265,17 @@ class Workers:
             bucket = "dropped" if outcome.status == "dropped" else \
                 "scored" if outcome.status == "scored" and outcome.unscored is None else "failed"
             setattr(self._stats, bucket, getattr(self._stats, bucket) + 1)
+            if outcome.flagged:
+                self._stats.flagged += 1
+                for index, metric in enumerate(self.metrics):
+                    if outcome.flagged >> index & 1:
+                        self._flagged_by[metric.name] += 1
+            stored = self.default_store is not None and bucket != "dropped"
+            self._stored += stored
             self._stats.sink_errors += sink_errors
             if outcome.latency_ms is not None:
                 self._latencies.append(outcome.latency_ms)
             self._in_flight -= 1
             self._idle.notify_all()
+        if stored and self.default_store is not None:
+            announce(self.default_store)  # once per process: the first record that reached the default store

@@ -18,6 +18,7 @@ import threading
 import time
 from typing import IO, Any
 
+from groundtrace._extras import MissingExtraError
 from groundtrace.config import Settings
 from groundtrace.engine import build_metrics
 from groundtrace.privacy import Mask, chain_masks, load_mask, take_in, without_text
@@ -81,7 +82,7 @@ class Server:
         self.returns = bool(config.get("returns", False))
         self.channel = channel
         self._call_masks: dict[str, Mask] = {}
-        warm_up_all(self.metrics)  # models load now, as part of the start
+        self.cannot_load = warm_up_all(self.metrics)  # models load now, as part of the start
         #: the CPU reported is what scoring used since the process was ready, not its start (imports, models)
         self.started_cpu = time.process_time()
 
@@ -118,8 +119,9 @@ class Server:
         if last:  # the batch is out before the application hears it is done
             for problem in flush_sinks(self.sinks):
                 log.warning("groundtrace: %s", problem)
-        line = b"o%d %d %d %.3f %.6f" % (index, all(s.ok for s in scores), sink_errors,
-                                         (time.perf_counter() - started) * 1000.0, time.process_time() - self.started_cpu)
+        line = b"o%d %d %d %.3f %.6f %d" % (index, all(s.ok for s in scores), sink_errors,
+                                            (time.perf_counter() - started) * 1000.0,
+                                            time.process_time() - self.started_cpu, flagged_mask(scores))
         if self.returns:
             back = [record.model_dump(mode="json") if changed else None, [s.model_dump(mode="json") for s in scores]]
             line += b" " + json.dumps(back, ensure_ascii=False).encode()
@@ -141,7 +143,13 @@ class Server:
             record, changed = taken, True
         if kind == "f":
             return record, [m.error(reason or "not scored", record.id) for m in self.metrics], changed
-        return record, [m.score(record) for m in self.metrics], changed
+        return record, [self._scored(m, record) for m in self.metrics], changed
+
+    def _scored(self, metric: Any, record: Record) -> Score:
+        cannot_load = self.cannot_load.get(metric.name)
+        if cannot_load is not None:  # a setting that will not heal: no new attempt, the reason at once
+            return metric.error(cannot_load, record.id)
+        return metric.score(record)
 
     def _call_mask(self, reference: str | None) -> Mask | None:
         if reference is None:
@@ -155,18 +163,54 @@ class Server:
         return self._call_masks[reference]
 
 
-def warm_up_all(metrics: list[Any]) -> None:
-    """Each metric's ``warm_up()`` (Metric.warm_up, where the metrics have it: a model loads before the
-    first record, outside its time and CPU budget); a failure is logged, and the records get it as
-    their error Scores."""
+#: load failures that may heal by themselves; any other is a setting (a model, an option, an extra) to fix
+TRANSIENT_LOAD_ERRORS: tuple[type[BaseException], ...] = (MemoryError, InterruptedError)
+
+
+def flagged_mask(scores: list[Score]) -> int:
+    """Which metrics flagged the answer: bit i set when the i-th Score says hallucinated."""
+    return sum(1 << index for index, score in enumerate(scores) if score.hallucinated)
+
+
+def _load_hint(error: BaseException) -> str:
+    if isinstance(error, MissingExtraError):
+        return "see the pip install above, then restart the application"
+    return ("see the metric's options (options= or GROUNDTRACE_OPTIONS) and GROUNDTRACE_METRICS, "
+            "then restart the application")
+
+
+def _prepare(metric: Any) -> None:
+    """Load what the metric needs, raising what stops it: ``preflight()`` and ``prepare()`` of a Metric
+    whose ``warm_up()`` is the base's (which would swallow the error), as the batch engines ask them;
+    else its own ``warm_up()``."""
+    from groundtrace.metrics import Metric
+
+    if isinstance(metric, Metric) and type(metric).warm_up is Metric.warm_up:
+        metric.preflight()
+        metric.prepare()
+        return
+    warm_up = getattr(metric, "warm_up", None)
+    if callable(warm_up):
+        warm_up()
+
+
+def warm_up_all(metrics: list[Any]) -> dict[str, str]:
+    """Load each metric's model now (a worker, a scoring process: before the first record, outside its
+    time and CPU budget). Returns the metrics that cannot load, by name, with the reason: a load failure
+    is a setting that will not heal (unless it is one of TRANSIENT_LOAD_ERRORS), so it is said once at
+    ERROR and each record gets it as its error Score at once, with no new attempt."""
+    cannot_load: dict[str, str] = {}
     for metric in metrics:
-        warm_up = getattr(metric, "warm_up", None)
-        if not callable(warm_up):
-            continue
         try:
-            warm_up()
+            _prepare(metric)
+        except TRANSIENT_LOAD_ERRORS as error:
+            log.warning("groundtrace: metric %s did not warm up: %s; the next record tries again", metric.name, error)
         except Exception as error:
-            log.warning("groundtrace: metric %s did not warm up: %s", metric.name, error)
+            reason = str(error).strip().replace("\n", " ").rstrip(".") or type(error).__name__
+            cannot_load[metric.name] = f"metric {metric.name} cannot load: {reason}"
+            log.error("groundtrace: metric %s cannot load: %s. Records are counted failed until the setting is "
+                      "fixed; %s", metric.name, reason, _load_hint(error))
+    return cannot_load
 
 
 def _unloadable(reference: str) -> Mask:

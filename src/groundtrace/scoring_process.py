@@ -18,7 +18,8 @@ The protocol, one message a line on binary pipes:
   ``f`` deliver it with error Scores for ``reason``, ``i`` an input the application's mask failed
   on), an empty line ending each batch. End of input: the child closes its sinks and exits.
 - child to parent: ``ready`` (or ``failed: why``); for each item ``d`` when its Scores go to the
-  sinks, then ``o`` + ``index ok sink_errors ms child_cpu_s`` (and, when the application has sinks of
+  sinks, then ``o`` + ``index ok sink_errors ms child_cpu_s flagged`` (flagged: bit i set when the i-th
+  metric flagged the answer; and, when the application has sinks of
   its own, JSON ``[record or null, scores]``); ``l`` + JSON ``[level, logger, message]`` for a
   warning of the child's, logged here.
 
@@ -88,7 +89,11 @@ class ChildProcess:
                 _pipe(proc.stdin).flush()
         except OSError:
             pass  # the child died at once: its answer below says so
+        deadline = time.monotonic() + self.start_timeout_s
         line = self._read_line(proc, self.start_timeout_s)
+        while line and line.startswith(b"l"):  # what the child said while starting (a metric that cannot load)
+            _relay_log(line[1:])
+            line = self._read_line(proc, max(0.0, deadline - time.monotonic()))
         if not line or line.strip() != _READY.encode():
             self._kill(proc)
             said = line.decode("utf-8", "replace").strip() if line else "no answer" if line is None else "it exited"
@@ -202,6 +207,8 @@ class Outcome:
     cpu_s: float = 0.0
     deliver: tuple[Record, list[Score]] | None = None
     unscored: str | None = None
+    #: bit i set: the i-th metric flagged the answer as hallucinated
+    flagged: int = 0
 
 
 _PLAIN = b'["s",null,true,null,'  # the usual item: score it, nothing to mask in the child
@@ -322,14 +329,15 @@ class ScoringProcess(ChildProcess):
         return [Item(current.record, current.masked, current.mask, "f", reason), *rest]
 
     def _outcome(self, item: Item, payload: bytes) -> Outcome:
-        """``index ok sink_errors ms cpu_s[ json]``: five numbers split, not parsed as JSON; the JSON
-        (the record if the child changed it, and the Scores) only for the application's own sinks."""
-        fields = payload.split(b" ", 5)
+        """``index ok sink_errors ms cpu_s flagged[ json]``: six numbers split, not parsed as JSON; the
+        JSON (the record if the child changed it, and the Scores) only for the application's own sinks."""
+        fields = payload.split(b" ", 6)
         cpu = float(fields[4])
         spent, self._child_cpu = max(0.0, cpu - self._child_cpu), cpu
-        outcome = Outcome("scored" if fields[1] == b"1" else "failed", int(fields[2]), float(fields[3]), spent)
-        if self.returns and len(fields) > 5:
-            changed, scores = json.loads(fields[5].decode("utf-8"))
+        outcome = Outcome("scored" if fields[1] == b"1" else "failed", int(fields[2]), float(fields[3]), spent,
+                          flagged=int(fields[5]))
+        if self.returns and len(fields) > 6:
+            changed, scores = json.loads(fields[6].decode("utf-8"))
             record = item.record if changed is None else Record.model_validate(changed)
             outcome.deliver = (record, [Score.model_validate(score) for score in scores])
         return outcome

@@ -6,6 +6,9 @@ from pathlib import Path
 
 # rich wraps to the terminal, and the demo's subprocess inherits this: the tests read whole lines
 os.environ.setdefault("COLUMNS", "200")
+# a Monitor given no sinks writes to the default store (groundtrace-scores.jsonl in the working
+# directory) when none is configured: the tests say none, and those of the default store unset it
+os.environ.setdefault("GROUNDTRACE_SINKS", "none")
 
 # tests/loopback.py of the groundtrace checkout (the scripted local LLM server), however pytest is run
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))

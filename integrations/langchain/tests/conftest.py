@@ -1,5 +1,11 @@
 from __future__ import annotations
 
+import os
+
+# a Monitor given no sinks writes to the default store (groundtrace-scores.jsonl in the working
+# directory) when none is configured: the tests say none, and those of the default store unset it
+os.environ.setdefault("GROUNDTRACE_SINKS", "none")
+
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any

@@ -42,6 +42,7 @@ from groundtrace.cli.score import (
     score_command,
 )
 from groundtrace.cli.synth import synth_command
+from groundtrace.cli.watch import watch_command
 
 COMMANDS_GROUP = "groundtrace.commands"  # entry points: sub-commands from other distributions
 
@@ -91,6 +92,7 @@ app.command("score")(score_command)
 app.command("bench")(bench_command)
 app.command("synth-hallucinations")(synth_command)
 app.command("report")(report_command)
+app.command("watch")(watch_command)
 
 
 def main() -> None:

@@ -87,8 +87,8 @@ class Metric:
     def preflight(self) -> None:
         """Raise, with a message that says what to do, when this metric cannot run at all here (a model that
         is not on this machine and may not be downloaded, a missing extra). Cheap: loads nothing. The batch
-        engines ask before the first record (groundtrace.stream); the Monitor never does: there every record
-        gets the error Score instead, and the application sees nothing."""
+        engines ask before the first record (groundtrace.stream); the Monitor asks when its workers start, says
+        once what failed, and every record gets it as its error Score: the application sees nothing."""
 
     def prepare(self) -> None:
         """Load what the first record would (a model), raising the metric's one clear error when that cannot

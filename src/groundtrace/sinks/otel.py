@@ -58,6 +58,8 @@ class OTelSink(Sink):
         self._trace = trace
         self._provider = tracer_provider
         self._owns_provider = owns_provider
+        self._provider_seen = tracer_provider is not None  # once a real provider is seen, no more checks
+        self._warned = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OTelSink:
@@ -80,6 +82,22 @@ class OTelSink(Sink):
                 "OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) to where your traces go, "
                 "e.g. http://127.0.0.1:4318")
 
+    def _recording(self) -> bool:
+        """Whether emitted spans go anywhere; says once why not. Asked at emit time (the application may
+        install its provider after the sink is built), until a real provider is seen."""
+        if self._provider_seen:
+            return True
+        if self.has_provider():
+            self._provider_seen = True
+            return True
+        if not self._warned:
+            self._warned = True
+            log.warning(
+                "groundtrace: the otel sink records no scores: this process has no OpenTelemetry TracerProvider. "
+                "Set one up with opentelemetry-sdk (trace.set_tracer_provider(TracerProvider()) plus an exporter), "
+                "or run under opentelemetry-instrument, or add jsonl to the sinks (sinks=[\"otel\", \"jsonl\"])")
+        return False
+
     def flush(self) -> None:
         if self._owns_provider:
             self._provider.force_flush()
@@ -97,6 +115,8 @@ class OTelSink(Sink):
     def emit(self, record: Record, scores: list[Score]) -> None:
         from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
+        if not self._recording():
+            return
         if not record.trace_id or not record.span_id:
             log.debug("record %s has no trace/span id: nothing to attach the scores to", record.id)
             return

@@ -1,0 +1,188 @@
+"""`groundtrace watch`: each answer's scores as they arrive in a scores file, like ``tail -f``.
+
+Reads the lines of the jsonl sink and of ``groundtrace score -o`` (both ``{"id", "record", "scores"}``),
+prints the last ones already there, then follows the file: one that does not exist yet is waited for,
+one truncated or replaced is read again from its start, a line still being written waits for its end.
+Colours only on a terminal (and never with NO_COLOR): piped, the text is plain.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+#: how often a followed file is looked at
+POLL_S = 0.25
+QUESTION_WORDS = 8
+PHRASES = 5
+
+
+def metric_names(values: Iterable[str] | None) -> list[str]:
+    """``-m a -m b,c`` -> ["a", "b", "c"] (repeatable, comma lists)."""
+    return [name.strip() for value in values or () for name in value.split(",") if name.strip()]
+
+
+@dataclass
+class View:
+    """Which scores and answers are shown."""
+
+    metrics: list[str]
+    flagged_only: bool
+
+    def scores(self, row: Any) -> list[Any] | None:
+        """The row's Scores to show, or None when the row is not shown at all."""
+        shown = [s for s in row.scores if not self.metrics or s.metric in self.metrics]
+        if not shown or self.flagged_only and not any(s.hallucinated for s in shown):
+            return None
+        return shown
+
+
+def _question(row: Any) -> str:
+    words = (row.record.question or "").split()
+    if not words:
+        return "(no question)"
+    return " ".join(words[:QUESTION_WORDS]) + (" …" if len(words) > QUESTION_WORDS else "")
+
+
+def _value(score: Any) -> str:
+    return "  -  " if score.value is None else f"{score.value:.2f}"
+
+
+def render(row: Any, scores: list[Any], arrived: str | None = None) -> Any:
+    """One answer's block: time (when it arrived while watched), id, the question's first words; then
+    each Score ``metric value verdict`` and the phrases a flagged one points at."""
+    from rich.text import Text
+
+    block = Text()
+    head = f"{arrived}  " if arrived else ""
+    block.append(f"{head}{row.id or '(no id)'}", style="bold")
+    block.append(f"  {_question(row)}\n")
+    width = max(len(s.metric) for s in scores)
+    for score in scores:
+        block.append(f"  {score.metric:<{width}}  {_value(score)}  ")
+        if score.error is not None:
+            block.append(f"error: {' '.join(score.error.split())}", style="yellow")
+        elif score.hallucinated:
+            block.append("flagged", style="bold red")
+        elif score.hallucinated is False:
+            block.append("grounded", style="green")
+        else:
+            block.append("no verdict", style="dim")
+        block.append("\n")
+        if score.hallucinated and score.spans:
+            phrases = ", ".join(f'"{" ".join(span.text.split())[:60]}"' for span in score.spans[:PHRASES])
+            more = f" (+{len(score.spans) - PHRASES} more)" if len(score.spans) > PHRASES else ""
+            block.append(f"    {phrases}{more}\n", style="red")
+    return block
+
+
+def _parse(line: bytes) -> Any:
+    from groundtrace.score import ScoredRecord
+
+    return ScoredRecord.model_validate_json(line)
+
+
+class Follower:
+    """The complete lines of a file as it grows; starts over when it is truncated or replaced."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._handle: Any = None
+        self._identity: tuple[int, int] | None = None
+        self._partial = b""
+
+    def _reopen(self) -> bool:
+        try:
+            handle = open(self.path, "rb")
+        except FileNotFoundError:
+            return False
+        if self._handle is not None:
+            self._handle.close()
+        stat = os.fstat(handle.fileno())
+        self._handle, self._identity, self._partial = handle, (stat.st_dev, stat.st_ino), b""
+        return True
+
+    def lines(self) -> list[bytes]:
+        """The complete lines written since the last call ([] when the file is missing)."""
+        try:
+            stat = os.stat(self.path)
+        except FileNotFoundError:
+            return []
+        replaced = self._identity != (stat.st_dev, stat.st_ino)
+        if self._handle is None or replaced or stat.st_size < self._handle.tell():  # new, rotated or truncated
+            if not self._reopen():
+                return []
+        chunk = self._handle.read()
+        if not chunk:
+            return []
+        *complete, self._partial = (self._partial + chunk).split(b"\n")  # a torn last line waits for its end
+        return [line for line in complete if line.strip()]
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+
+
+def _rows(lines: Iterable[bytes], view: View, warn: Any) -> Iterator[tuple[Any, list[Any]]]:
+    for line in lines:
+        try:
+            row = _parse(line)
+        except ValueError as error:
+            warn(f"skipped a line that is not a scored record ({type(error).__name__}): {line[:80]!r}")
+            continue
+        scores = view.scores(row)
+        if scores is not None:
+            yield row, scores
+
+
+def watch_command(
+    path: Annotated[Optional[Path], typer.Argument(help="The scores file (JSONL of the jsonl sink or `groundtrace score -o`); default: the default store, GROUNDTRACE_JSONL_PATH else groundtrace-scores.jsonl here.", show_default=False)] = None,
+    metrics: Annotated[Optional[list[str]], typer.Option("--metric", "-m", help="Show only these metrics (repeatable, or a comma list).")] = None,
+    flagged: Annotated[bool, typer.Option("--flagged", help="Show only answers that a shown metric flagged.")] = False,
+    last: Annotated[int, typer.Option("--last", min=0, help="How many records already in the file to show first.")] = 10,
+    follow: Annotated[bool, typer.Option("--follow/--no-follow", help="Keep following the file for new records (--no-follow: print what is there and exit).")] = True,
+) -> None:
+    """Print each answer's scores as they arrive in a scores file: flagged in red, grounded in green, errors in yellow."""
+    from rich.console import Console
+
+    from groundtrace.config import Settings
+
+    target = path if path is not None else Settings.from_env().store_path
+    out = Console(highlight=False, soft_wrap=True)
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    view = View(metric_names(metrics), flagged)
+
+    def warn(message: str) -> None:
+        err.print(f"groundtrace watch: {message}", style="dim", markup=False)
+
+    def show(row: Any, scores: list[Any], arrived: str | None = None) -> None:
+        out.print(render(row, scores, arrived))
+        out.file.flush()  # piped into another program, each answer goes out as it arrives
+
+    follower = Follower(target)
+    try:
+        there = target.exists()
+        if not there and not follow:
+            warn(f"no scores yet: {target} does not exist (it appears with the first scored answer)")
+            raise typer.Exit(2)
+        for row, scores in deque(_rows(follower.lines(), view, warn), maxlen=last):  # read through, keep the last
+            show(row, scores)
+        if not there:
+            warn(f"waiting for {target} (nothing scored yet; Ctrl-C to stop)")
+        while follow:
+            time.sleep(POLL_S)
+            for row, scores in _rows(follower.lines(), view, warn):
+                show(row, scores, time.strftime("%H:%M:%S"))
+    except KeyboardInterrupt:
+        pass  # Ctrl-C is how one stops watching: exit 0, quietly
+    finally:
+        follower.close()
+    sys.stdout.flush()
