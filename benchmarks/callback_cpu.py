@@ -342,7 +342,7 @@ def worker_build_cpu(case: Case, monitor_arm: Callable[[Any], Any], n: int) -> t
             if type(record).__name__ != "Record":
                 spent.append(time.thread_time_ns() - started)
 
-    monitor = Monitor(metrics=["lexical"], sample_rate=1.0, isolation="thread", flush_at_exit=False, queue_size=n + 10)
+    monitor = Monitor(metrics=["lexical"], sinks="none", sample_rate=1.0, isolation="thread", flush_at_exit=False, queue_size=n + 10)
     monitor_module.realize = timed
     try:
         arm = monitor_arm(monitor)
@@ -371,7 +371,7 @@ def main() -> None:
     for name in args.cases.split(","):
         case = make_case(name)
         scale = 4 if "agent" in name else 1
-        monitor = Monitor(metrics=["lexical"], sample_rate=args.sample_rate, flush_at_exit=False,
+        monitor = Monitor(metrics=["lexical"], sinks="none", sample_rate=args.sample_rate, flush_at_exit=False,
                           queue_size=10 * args.n + 1000)
         arms = case.arms(monitor, args.baseline)
         gc.collect()

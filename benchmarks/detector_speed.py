@@ -78,7 +78,7 @@ def worker(rows: list[dict], work: dict) -> None:
 
 
 def monitored(rows: list[dict], workers: int) -> None:
-    monitor = Monitor(["grounding"], workers=workers, queue_size=len(rows) + 1, flush_at_exit=False)
+    monitor = Monitor(["grounding"], "none", workers=workers, queue_size=len(rows) + 1, flush_at_exit=False)
     try:
         monitor.submit(Record(**{k: rows[0][k] for k in ("question", "contexts", "answer")}))
         monitor.flush(timeout=300)  # children started and the model loaded

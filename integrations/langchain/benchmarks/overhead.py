@@ -154,7 +154,7 @@ def baseline_handler(ref: str) -> type:
 
 def measure(name: str, chain: Runnable, question: Any, n: int, warmup: int, baseline: type | None = None) -> dict:
     arm_count = 3 if baseline is None else 4
-    monitor = Monitor(metrics=["lexical"], queue_size=arm_count * (n + warmup), flush_at_exit=False)
+    monitor = Monitor(metrics=["lexical"], sinks="none", queue_size=arm_count * (n + warmup), flush_at_exit=False)
     arms = {
         "without": {"callbacks": []},
         "empty": {"callbacks": [EmptyHandler()]},

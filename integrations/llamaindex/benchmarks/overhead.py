@@ -158,7 +158,7 @@ class HandlerClock:
 
 def handler_time(engine: Any, rounds: int, count: int, streaming: bool) -> list[float]:
     """ms spent inside the handlers per request, one value per round (sampled out: no scoring)."""
-    monitor = Monitor(metrics=["lexical"], sample_rate=0.0, flush_at_exit=False)
+    monitor = Monitor(metrics=["lexical"], sinks="none", sample_rate=0.0, flush_at_exit=False)
     per_round = []
     groundtrace_llamaindex.instrument(monitor=monitor)
     try:
@@ -188,8 +188,8 @@ def main() -> None:
                    index.as_query_engine(llm=FixedLLM(), similarity_top_k=2, streaming=args.streaming))
     timed_queries(engine, 50, args.streaming)  # warm up imports, caches, the tokenizer
 
-    monitors = {"capture": Monitor(metrics=["lexical"], sample_rate=0.0, flush_at_exit=False),
-                "scored": Monitor(metrics=["lexical"], flush_at_exit=False)}
+    monitors = {"capture": Monitor(metrics=["lexical"], sinks="none", sample_rate=0.0, flush_at_exit=False),
+                "scored": Monitor(metrics=["lexical"], sinks="none", flush_at_exit=False)}
     latencies: dict[str, list[float]] = {"baseline": [], "capture": [], "scored": []}
     for _ in range(args.rounds):
         for setup in latencies:

@@ -19,15 +19,12 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from groundtrace.cli.common import metric_names
+
 #: how often a followed file is looked at
 POLL_S = 0.25
 QUESTION_WORDS = 8
 PHRASES = 5
-
-
-def metric_names(values: Iterable[str] | None) -> list[str]:
-    """``-m a -m b,c`` -> ["a", "b", "c"] (repeatable, comma lists)."""
-    return [name.strip() for value in values or () for name in value.split(",") if name.strip()]
 
 
 @dataclass
