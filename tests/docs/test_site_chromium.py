@@ -61,8 +61,9 @@ def test_the_home_page_renders_with_its_example(site: Path, tmp_path: Path) -> N
     assert "groundtrace.evaluate(" in text  # the example's code, highlighted into spans and read back whole
     assert 'flagged text: "30 days"' in text  # and its output
     # the theme's script ran: its copy buttons are not in the built HTML, Material's JavaScript adds one per block
-    assert "md-clipboard" not in (site / "index.html").read_text(encoding="utf-8")
-    assert dom.count('class="md-clipboard') >= 2, dom[:2000]
+    assert "data-clipboard-target" not in (site / "index.html").read_text(encoding="utf-8")
+    assert dom.count("data-clipboard-target=") >= 2, dom[:2000]
+    assert 'class="js-focus-visible js"' in dom
     data = screenshot(tmp_path, page, "home")
     assert len(data) > 30_000  # a blank or unstyled page compresses to a few kilobytes
 
