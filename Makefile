@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint setup setup-test bench docs
+.PHONY: demo test lint setup setup-test bench docs dist
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -57,3 +57,12 @@ docs: setup-test
 
 bench: setup
 	$(BIN)/python benchmarks/throughput.py
+
+# wheels of the core and of each integration into dist/, for a team's own package index (groundtrace is not on
+# PyPI): then `pip install groundtrace groundtrace-langchain` from that index. tests/test_dist.py builds the
+# core's wheel the same way and checks what it holds.
+DISTS := . integrations/langchain integrations/llamaindex integrations/demo
+
+dist: $(BIN)/python
+	$(BIN)/pip wheel -q --no-deps -w dist $(DISTS)
+	@ls dist/*.whl

@@ -190,6 +190,6 @@ def test_groundtrace_finds_the_command_through_its_entry_point() -> None:
 def test_examples_only_scores_the_bundled_examples(tmp_path) -> None:
     result = CliRunner().invoke(app, ["demo", "--examples", "-o", str(tmp_path), "-m", "lexical"])
     assert result.exit_code == 0, result.output
-    assert "pip install groundtrace-demo" not in result.output  # it is installed
+    assert "pip install -e ./integrations/demo" not in result.output  # it is installed
     ids = [row.id for row in read_scored(tmp_path / "scores.jsonl")]
     assert {"ru-1", "en-1", "zh-1"} <= set(ids)

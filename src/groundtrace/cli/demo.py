@@ -38,8 +38,9 @@ def score_examples(output: Path, metrics: str = DEMO_METRICS) -> list[ScoredReco
 
 # Commands that other distributions provide, and how to get them: `groundtrace demo` lives in groundtrace-demo
 # (integrations/demo), which imports LangChain and LlamaIndex; the core imports no framework.
-PROVIDED_BY = {"demo": "pip install groundtrace-demo  (in a checkout of groundtrace: make demo, "
-                       "or pip install -e integrations/demo)"}
+# groundtrace is not on PyPI: the demo is installed from a checkout (or from a team index that `make dist` fed).
+PROVIDED_BY = {"demo": "in a checkout of groundtrace run `make demo`, or pip install -e ./integrations/demo "
+                       "(groundtrace-demo)"}
 placeholders = typer.Typer(add_completion=False, pretty_exceptions_show_locals=False)
 
 
