@@ -11,7 +11,7 @@ class MissingExtraError(ImportError):
 def missing_extra(extra: str, what: str, error: ImportError) -> MissingExtraError:
     return MissingExtraError(
         f"{what} needs optional dependencies that are not installed ({error.name or error}): "
-        f"pip install 'groundtrace[{extra}]'"
+        f"pip install 'groundtrace[{extra}]' (in a clone of the repository: pip install -e './groundtrace[{extra}]')"
     )
 
 

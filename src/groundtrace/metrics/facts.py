@@ -10,7 +10,7 @@
     S   = clip(w_c·(1 − S_c) + w_f·E_f, 0, 1)    higher = more hallucinated
 
 Several contexts: facts are pooled (a fact is supported if any context states it) and S_c is the
-similarity to the closest context ("max"); README "facts: several contexts" has the measurement.
+similarity to the closest context ("max"); docs/benchmarks/quality.md has the measurement.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class FactsMetric(Metric):
     name = "facts"
     description = "Embedding similarity to the contexts plus numbers, dates and names absent from them."
     higher_is_better = False
-    default_threshold = 0.30  # F1-optimal on uhgeval_zh_train (HaluEval gives it no signal); README "Thresholds"
+    default_threshold = 0.30  # F1-optimal on uhgeval_zh_train (HaluEval gives it no signal); docs/metrics/facts.md, "Default threshold"
 
     def __init__(
         self,

@@ -35,7 +35,7 @@ class LexicalMetric(Metric):
     name = "lexical"
     description = "Keyword overlap, BLEU (1-2 grams) and unexpected-word penalty of the answer against the contexts."
     higher_is_better = True
-    default_threshold = 0.40  # F1-optimal on halueval_qa_train and on uhgeval_zh_train alike; README "Thresholds"
+    default_threshold = 0.40  # F1-optimal on halueval_qa_train and on uhgeval_zh_train alike; docs/metrics/lexical.md, "Default threshold"
 
     def __init__(
         self,
