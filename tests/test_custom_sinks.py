@@ -1,13 +1,11 @@
 """A sink is any object with emit(record, scores): the Monitor, `score --sinks`, the backfill and the
 capture kit take a plain class, and look its optional parts (name, trace_link, flush, close,
-undeliverable) up safely."""
+undeliverable) up safely. The example of docs/how-to/sinks/custom.md runs in tests/docs."""
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -21,7 +19,6 @@ from groundtrace.sinks import build_sinks, close_sinks, flush_sinks, register_tr
 from groundtrace.sources import Source, SourceFilter
 from tests.custom_sinks import NamedSink, PlainSink
 
-README = Path(__file__).resolve().parents[1] / "README.md"
 RECORDS = [
     {"id": f"r{i}", "question": "Where is the Eiffel Tower?", "contexts": ["The Eiffel Tower is in Paris."],
      "answer": answer}
@@ -139,14 +136,4 @@ def test_what_cannot_be_a_sink_is_refused_with_the_reason() -> None:
         build_sinks([PlainSink])
     with pytest.raises(TypeError, match="a sink needs an emit"):
         build_sinks([object()])
-
-
-def test_the_readme_example_runs_as_written(tmp_path, monkeypatch, capfd) -> None:
-    section = README.read_text(encoding="utf-8").split("### Write your own sink", 1)[1]
-    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
-    expected = [line.removeprefix("# ") for line in code.splitlines() if line.startswith('# {"id"')]
-    monkeypatch.chdir(tmp_path)
-    exec(compile(code, "README.md", "exec"), {"__name__": "readme"})
-    printed = [line for line in capfd.readouterr().out.splitlines() if line.startswith("{")]
-    assert printed == expected
 
