@@ -55,7 +55,7 @@ def test_each_reason_is_said_once_and_counted_every_time(index, instrumented, si
         "groundtrace: a LlamaIndex turn made no record: no retrieval and no tool output; nothing to score "
         "(said once; counted in stats())",
         "groundtrace: a LlamaIndex turn made no record: no question; its input names no user message "
-        "(README, 'What is captured') (said once; counted in stats())",
+        "(docs: Integrations, LlamaIndex, 'What is captured') (said once; counted in stats())",
         "groundtrace: a LlamaIndex turn made no record: the root raised; its answer is not scored "
         "(said once; counted in stats())",
     ]

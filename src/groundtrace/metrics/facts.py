@@ -129,7 +129,8 @@ class FactsMetric(Metric):
             shown = ", ".join(_label(f) for f in f_h[:6]) + (" …" if len(f_h) > 6 else "")
             text += f"; {len(f_h)} of {len(f_o)} facts are not in the contexts: {shown}"
         else:
-            text += f"; all {len(f_o)} facts of the answer are in the contexts"
+            text += ("; the answer's one fact is in the contexts" if len(f_o) == 1
+                     else f"; all {len(f_o)} facts of the answer are in the contexts")
         if f_m:
             text += f"; {len(f_m)} facts of the contexts are missing from the answer"
         return text

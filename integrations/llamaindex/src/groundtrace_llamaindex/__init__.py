@@ -6,7 +6,7 @@
     # or inside LlamaIndex's own evaluation loop (BatchEvalRunner):
     evaluator = groundtrace_llamaindex.GroundtraceEvaluator("grounding")
 
-See README.md for what is captured, streaming and chat behaviour, errors and environment variables.
+See docs/integrations/llamaindex.md for what is captured, streaming and chat behaviour, errors and environment variables.
 """
 
 from groundtrace.turn_stats import CaptureStats

@@ -45,8 +45,8 @@ NO_ANSWER = "no answer"
 NOTHING_TO_SCORE = "no retrieval and no tool output"
 STREAM_UNFINISHED = "its stream raised or was not read to the end"
 HINTS = {
-    NO_QUESTION: "its input names no user message (README, 'What is captured')",
-    NO_ANSWER: "its result is no text (README, 'What is captured')",
+    NO_QUESTION: "its input names no user message (docs: Integrations, LlamaIndex, 'What is captured')",
+    NO_ANSWER: "its result is no text (docs: Integrations, LlamaIndex, 'What is captured')",
     NOTHING_TO_SCORE: "nothing to score",
 }
 EVICTED_HINT = "too many requests open at once: the oldest open requests are dropped unscored"
