@@ -49,6 +49,42 @@ class TableEmbedder(Embedder):
         return np.array([self.vectors[t] for t in texts], dtype=np.float32)
 
 
+LOOPBACK = {"127.0.0.1", "::1", "localhost"}
+
+
+class Attempts:
+    """Every connection or name lookup to somewhere other than this machine, refused and written down."""
+
+    def __init__(self) -> None:
+        self.refused: list[str] = []
+
+
+@pytest.fixture
+def network_guard(monkeypatch):
+    """Refuses (and then fails the test for) any connection or name lookup beyond this machine."""
+    import socket
+
+    attempts = Attempts()
+    connect, lookup = socket.socket.connect, socket.getaddrinfo
+
+    def guarded_connect(sock: socket.socket, address) -> None:
+        if isinstance(address, tuple) and address[0] not in LOOPBACK:
+            attempts.refused.append(f"connect {address[0]}")
+            raise ConnectionRefusedError(f"tests may only connect to this machine, not {address[0]}")
+        return connect(sock, address)
+
+    def guarded_lookup(host, *args, **kwargs):
+        if host not in LOOPBACK and host is not None:
+            attempts.refused.append(f"lookup {host}")
+            raise socket.gaierror(f"tests may not look up {host}")
+        return lookup(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
+    monkeypatch.setattr(socket, "getaddrinfo", guarded_lookup)
+    yield attempts
+    assert attempts.refused == [], "a test tried to reach the network"
+
+
 @pytest.fixture(scope="session")
 def phoenix_url(tmp_path_factory):
     """One ``phoenix serve`` on loopback for the whole session (it takes 10-30 s to start); each

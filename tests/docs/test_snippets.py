@@ -15,14 +15,21 @@ KNOWN = {"python", "bash", *DATA}
 
 
 @pytest.mark.parametrize("page", pages(), ids=page_id)
-def test_page_snippets_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_page_snippets_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, network_guard) -> None:
     env = snippet_environment(Path(sys.executable).parent)
+    environ = dict(os.environ)  # a page may point an SDK at its loopback server: none of it outlives the page
     for key in list(os.environ):
         if key.startswith(("GROUNDTRACE_", "OPENAI_")):
             monkeypatch.delenv(key)
     for key in ("HF_HUB_OFFLINE", "NO_COLOR", "COLUMNS"):
         monkeypatch.setenv(key, env[key])
     monkeypatch.chdir(tmp_path)
+    try:  # as a process started with HF_HUB_OFFLINE=1 (huggingface_hub reads it once, at its import)
+        from huggingface_hub import constants
+    except ImportError:
+        pass
+    else:
+        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     (tmp_path / "groundtrace").symlink_to(ROOT, target_is_directory=True)
     document = sybil().parse(page)
     document.namespace["__snippet_env__"] = env
@@ -38,6 +45,12 @@ def test_page_snippets_run(page: Path, tmp_path: Path, monkeypatch: pytest.Monke
         if callable(cleanup):
             cleanup()
         logging.getLogger("groundtrace").handlers.clear()
+        os.environ.clear()
+        os.environ.update(environ)
+        # the LangSmith SDK caches what it read of the environment (its project, endpoint, flags)
+        for cached in getattr(sys.modules.get("langsmith.utils"), "__dict__", {}).values():
+            if callable(getattr(cached, "cache_clear", None)):
+                cached.cache_clear()
     code = [info for _, info in fences(page) if info in {"python", "bash"}]
     assert ran >= len(code), f"{page_id(page)}: {len(code)} code blocks, {ran} ran"
 

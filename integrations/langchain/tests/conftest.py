@@ -40,6 +40,13 @@ def handler(monitor: Monitor) -> GroundtraceCallbackHandler:
 
 
 @pytest.fixture
+def unsaid_reasons() -> None:
+    """Why a turn made no record is said once per process: a test that reads those lines starts with none said (the
+    docs pages, run earlier in the same process, may have said some). The counts stay: they account for every root."""
+    COLLECTOR.counts.reasons._said.clear()
+
+
+@pytest.fixture
 def capture_delta() -> Callable[[], dict[str, Any]]:
     """How the process-wide capture counters moved since the test began."""
     before = COLLECTOR.stats().as_dict()

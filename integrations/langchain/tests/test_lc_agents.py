@@ -163,7 +163,8 @@ def test_excluding_a_retriever_tool_leaves_its_documents_out(monitor, sink):
                                                   {"kind": "document", "name": "KeywordRetriever", "id": "hours"}]
 
 
-def test_turns_with_nothing_to_score_say_why_once_at_info_and_count_every_time(monitor, sink, capture_delta, caplog):
+def test_turns_with_nothing_to_score_say_why_once_at_info_and_count_every_time(unsaid_reasons, monitor, sink, capture_delta,
+                                                                             caplog):
     handler = GroundtraceCallbackHandler(monitor=monitor, exclude_tools=["museum_clock"])
     with caplog.at_level(logging.INFO, logger="groundtrace.capture"):
         for _ in range(3):  # the agent answers without any tool
