@@ -178,3 +178,18 @@ def test_a_built_in_sink_that_takes_no_argument_says_so():
         build_sinks(["otel:somewhere"])
     with pytest.raises(KeyError, match="nothing after ':'"):
         build_sinks(["jsonl:  "])
+
+
+def test_a_failed_tool_call_is_never_a_context_and_is_counted_with_its_tool():
+    """Its error text reached the model (the agent read it and answered anyway): still not a context."""
+    source = Passage("The museum opens at 9:00 and closes at 18:00 on weekdays.", kind=TOOL, name="hours", id="c1")
+    failed = Passage("Ticket office API unavailable (HTTP 503)", kind=TOOL, name="tickets", id="c2", error=True)
+    again = Passage("Ticket office API unavailable (HTTP 503)", kind=TOOL, name="tickets", id="c3", error=True)
+    prompt = ("Tool hours: The museum opens at 9:00 and closes at 18:00 on weekdays.\n"
+              "Tool tickets: Ticket office API unavailable (HTTP 503)")
+    selection = select_contexts([source, failed, again], prompt)
+    assert [p.text for p in selection.contexts] == [source.text]
+    assert selection.set_aside() == [{"kind": "tool", "name": "tickets", "id": "c2", "reason": "tool error"},
+                                     {"kind": "tool", "name": "tickets", "id": "c3", "reason": "tool error"}]
+    assert selection.tool_errors() == {"count": 2, "tools": ["tickets"]}
+    assert select_contexts([source], prompt).tool_errors() is None

@@ -63,10 +63,13 @@ class Record(BaseModel):
     trace_id: str | None = Field(default=None, description="OpenTelemetry trace id of the request, 32 hex digits")
     span_id: str | None = Field(default=None, description="OpenTelemetry span id of the request's root span, 16 hex digits")
     run_id: str | None = Field(default=None, description="LangChain root run id (= the LangSmith run id)")
+    # The conversation this turn belongs to: OpenTelemetry GenAI's gen_ai.conversation.id, OpenInference's
+    # session.id, Langfuse's sessionId (LangGraph's thread_id, a chat history's session, LlamaIndex's Memory)
+    session_id: str | None = Field(default=None, description="the conversation (thread, session) of this turn")
     # Ids of the same request in systems with their own (MLflow trace id, Langfuse observation, ...).
     trace_links: dict[str, str] = Field(default_factory=dict)
 
-    @field_validator("id", mode="before")
+    @field_validator("id", "session_id", mode="before")
     @classmethod
     def _id_as_text(cls, value: Any) -> Any:
         # Files often number their rows; an integer id is still an id.

@@ -48,6 +48,9 @@ from groundtrace.turn_stats import NoRecordReasons as NoRecordReasons
 DOCUMENT, TOOL = "document", "tool"
 # Why a passage that reached the answer is not a context: a model of the turn wrote it (see above)
 MODEL_WRITTEN = "model-written"
+# Why a tool's output is never a context: the call failed, and its text is the error (an exception's message, a
+# ToolMessage with status "error", an is_error tool output, a middleware's error message), not a source
+TOOL_ERROR = "tool error"
 # A long agent loop keeps only its last model calls: the answer's call is among the last ones.
 MAX_MODEL_CALLS = 64
 # Pieces shorter than this are too common ("Yes.", "1.") to prove a passage reached a prompt, or
@@ -74,6 +77,9 @@ class Passage:
     # contexts (documents carry ids and metadata; the tool's text is their join)
     within: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    # the tool call failed: its text is an error message, never a context (set by the integration from what the
+    # framework says of the call: an error event, an error status, an is_error flag; never guessed from the text)
+    error: bool = False
 
     def summary(self) -> dict[str, Any]:
         """What is kept of a passage beside the Record: where it came from, never its text."""
@@ -145,18 +151,30 @@ class Selection:
     unchecked: bool = False
     # reached the answer, but a model of the turn wrote it from passages that stand for it
     written: list[Passage] = field(default_factory=list)
+    # the outputs of tool calls that failed, whether or not their text reached a model: never contexts
+    errors: list[Passage] = field(default_factory=list)
 
     def set_aside(self, more: Iterable[Passage] = ()) -> list[dict[str, Any]]:
         """Summaries (no text) of what is not a context, each once: what did not reach the answer,
-        ``more`` of the integration's own, then what a model wrote (``"reason": "model-written"``)."""
+        ``more`` of the integration's own, then what a model wrote (``"reason": "model-written"``), then the
+        failed tool calls (``"reason": "tool error"``)."""
         summaries: list[dict[str, Any]] = []
         for passage in (*self.unused, *more):
             if (summary := passage.summary()) not in summaries:
                 summaries.append(summary)
-        for passage in self.written:
-            if (summary := {**passage.summary(), "reason": MODEL_WRITTEN}) not in summaries:
-                summaries.append(summary)
+        for reason, passages in ((MODEL_WRITTEN, self.written), (TOOL_ERROR, self.errors)):
+            for passage in passages:
+                if (summary := {**passage.summary(), "reason": reason}) not in summaries:
+                    summaries.append(summary)
         return summaries
+
+    def tool_errors(self) -> dict[str, Any] | None:
+        """How many tool calls of the turn failed and which tools, for ``metadata["tool_errors"]``; None when none
+        did. A signal of its own: an agent whose tools fail answers from what it has, or from nothing."""
+        if not self.errors:
+            return None
+        calls = {passage.id or id(passage): passage.name for passage in self.errors}
+        return {"count": len(calls), "tools": sorted({name for name in calls.values() if name})}
 
 
 def select_contexts(passages: Sequence[Passage], model_input: str | None,
@@ -169,6 +187,8 @@ def select_contexts(passages: Sequence[Passage], model_input: str | None,
     treats as that tool's output)."""
     haystack = None if model_input is None else "\n".join([normalize(model_input), *(call.input for call in read)])
     # a document retrieved inside a tool call is that tool's output: it follows the tool's filter
+    errors = [p for p in passages if p.error]
+    passages = [p for p in passages if not p.error]
     tool_of = {p.id: p for p in passages if p.kind == TOOL and p.id is not None}
     reached: list[Passage] = []
     unused: list[Passage] = []
@@ -193,7 +213,7 @@ def select_contexts(passages: Sequence[Passage], model_input: str | None,
         if key and key not in seen:
             seen.add(key)
             contexts.append(passage)
-    return Selection(contexts, unused, unchecked=haystack is None, written=written)
+    return Selection(contexts, unused, unchecked=haystack is None, written=written, errors=errors)
 
 
 def _model_written(reached: list[Passage], read: Sequence[ReadCall]) -> list[Passage]:
