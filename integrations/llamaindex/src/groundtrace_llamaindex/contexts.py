@@ -15,6 +15,11 @@ LlamaIndex's reading of that rule adds two things: the nodes a final Response na
 model calls (refine, tree_summarize) of which the answer's call is only the last; so they count as
 read by the answer's call. And where no model wrote the answer (a tool's output returned
 directly), every candidate is kept, as when no model call was seen.
+
+A tool call that failed (LlamaIndex said so: ``ToolOutput.is_error``) is an error passage, never a
+context, even though its model read it. A tool whose raw output is nodes has those nodes as its
+passages (read when the tool's text was). Neither this module nor run.py imports the other's
+run: :class:`Candidates` is what is read of it here.
 """
 
 from __future__ import annotations
