@@ -232,7 +232,8 @@ def test_a_second_turn_reads_the_first_turns_tool_output_from_memory(index, inst
     # turn 2 called no tool; its model read turn 1's tool message, kept in the agent's memory
     assert (second.question, second.answer, second.queries) == (follow_up, yearly, None)
     assert second.contexts == ["\n\n".join(CONTEXTS)]
-    assert second.metadata == {"nodes": [{"tool": "search_docs", "id": "call-0"}]}
+    # and names the turn that called the tool (its Record's id)
+    assert second.metadata == {"nodes": [{"tool": "search_docs", "id": "call-0", "turn": first.id}]}
     assert_nothing_left()
 
 

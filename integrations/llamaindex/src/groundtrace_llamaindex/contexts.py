@@ -15,46 +15,68 @@ LlamaIndex's reading of that rule adds two things: the nodes a final Response na
 model calls (refine, tree_summarize) of which the answer's call is only the last; so they count as
 read by the answer's call. And where no model wrote the answer (a tool's output returned
 directly), every candidate is kept, as when no model call was seen.
+
+A tool call that failed (LlamaIndex said so: ``ToolOutput.is_error``) is an error passage, never a
+context, even though its model read it. A tool whose raw output is nodes has those nodes as its
+passages (read when the tool's text was). Neither this module nor run.py imports the other's
+run: :class:`Candidates` is what is read of it here.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from typing import Any, Protocol
 
-from groundtrace.turn import DOCUMENT, TOOL, Passage, ToolFilter, normalize, select_contexts
+from groundtrace.turn import DOCUMENT, TOOL, Passage, ToolFilter, Turn, appears_in, normalize, select_contexts
 from llama_index.core.schema import NodeWithScore
 
+from groundtrace_llamaindex.earlier import EarlierCalls
 from groundtrace_llamaindex.extract import (
     llm_output_text,
     model_input_text,
     node_entry,
+    tool_artifact_nodes,
     tool_messages,
 )
-
-if TYPE_CHECKING:
-    from groundtrace_llamaindex.run import RootRun
 
 # what a run keeps of each candidate until its end: (NODES, [NodeWithScore], the tool call they were
 # retrieved inside) or (TOOL_OUTPUT, ToolOutput, its tool call)
 NODES, TOOL_OUTPUT = "nodes", "tool"
 
 
-def choose_contexts(run: RootRun, answer: str, response_nodes: list[Any],
-                    tools: ToolFilter) -> tuple[list[str], dict[str, Any]] | None:
+class Candidates(Protocol):
+    """What a run (run.RootRun) has seen that this module reads at its end."""
+
+    turn: Turn
+    found: list[tuple[str, Any, str | None]]
+    control_tools: frozenset[str]
+    tool_names: dict[str, str]
+    answer_call_unseen: bool
+
+
+def choose_contexts(run: Candidates, answer: str, response_nodes: list[Any], tools: ToolFilter,
+                    earlier: EarlierCalls | None = None) -> tuple[list[str], dict[str, Any]] | None:
     """The contexts and the metadata that says where each came from, or None when the run saw
     nothing that could be one (no retrieval, no tool output). ``response_nodes``: the source nodes
-    of what the root returned (extract.source_nodes), what a synthesizer read."""
-    passages, latest, read_by_synthesizer = run_passages(run, response_nodes)
+    of what the root returned (extract.source_nodes), what a synthesizer read. ``earlier``: the tool
+    calls of turns that ended (an earlier turn's output read from memory is named by its turn, and
+    set aside if that call failed)."""
+    passages, latest, read_by_synthesizer, artifacts = run_passages(run, response_nodes)
     call = None if run.answer_call_unseen else run.turn.answer_call(answer, llm_output_text)
     reading = run.turn.reading(call, model_input_text, llm_output_text) if call is not None else None
     model_input, read = (reading.model_input, reading.read) if reading is not None else (None, [])
     if call is not None:
-        passages.extend(unseen_tool_messages(call.input, passages, run.control_tools))
+        passages.extend(unseen_tool_messages(call.input, passages, run.control_tools, earlier))
     if not passages:
         return None
     if model_input is not None and returned_directly(answer, call, passages):
         # no model wrote it: nothing says which passages it came from; all are kept
         model_input, read = None, []
+    if model_input is not None and artifacts:
+        # a tool's nodes were read when its text (their serialization, maybe cut short) was
+        haystack = "\n".join([normalize(model_input), *(reader.input for reader in read)])
+        read_by_synthesizer.extend(text for tool_text, texts in artifacts if appears_in(tool_text, haystack)
+                                   for text in texts)
     if read_by_synthesizer:
         model_input = "\n\n".join([model_input or "", *read_by_synthesizer])
     selection = select_contexts(passages, model_input, tools, read)
@@ -62,17 +84,24 @@ def choose_contexts(run: RootRun, answer: str, response_nodes: list[Any],
     unused = selection.set_aside()
     if unused:
         metadata["unused_contexts"] = unused
+    # an earlier turn's failed call is set aside, but it is no failure of this turn's own
+    errors = replace(selection, errors=[p for p in selection.errors if "turn" not in p.metadata]).tool_errors()
+    if errors is not None:
+        metadata["tool_errors"] = errors
     return [p.text for p in selection.contexts], metadata
 
 
-def run_passages(run: RootRun, response_nodes: list[Any]) -> tuple[list[Passage], dict[str, NodeWithScore], list[str]]:
-    """Every candidate the run saw, in order (a node once per tool call it was retrieved in),
-    each node's latest NodeWithScore (a reranker's or the response's score replaces the
-    retriever's), and the texts of the response's own nodes."""
+def run_passages(run: Candidates, response_nodes: list[Any]
+                 ) -> tuple[list[Passage], dict[str, NodeWithScore], list[str], list[tuple[str, list[str]]]]:
+    """Every candidate the run saw, in order (a node once per tool call it was retrieved in or
+    returned by), each node's latest NodeWithScore (a reranker's or the response's score replaces
+    the retriever's), the texts of the response's own nodes, and for each tool that returned nodes
+    (its raw output), its text and theirs."""
     passages: list[Passage] = []
     latest: dict[str, NodeWithScore] = {}
     seen: set[tuple[str, str | None]] = set()
     response_texts: list[str] = []
+    artifacts: list[tuple[str, list[str]]] = []
 
     def add_nodes(items: list[Any], within: str | None, texts: list[str] | None = None) -> None:
         for item in items:
@@ -89,12 +118,20 @@ def run_passages(run: RootRun, response_nodes: list[Any]) -> tuple[list[Passage]
     for kind, value, call_id in run.found:
         if kind == NODES:
             add_nodes(value, call_id)
-        else:
-            text = tool_output_text(value)
-            if text:
-                passages.append(Passage(text, TOOL, name=getattr(value, "tool_name", None), id=call_id))
+            continue
+        text = tool_output_text(value)
+        if not text:
+            continue
+        # the framework's word that the call failed: its text is the error, never a context
+        failed = getattr(value, "is_error", False) is True
+        passages.append(Passage(text, TOOL, name=getattr(value, "tool_name", None), id=call_id, error=failed))
+        nodes = [] if failed else tool_artifact_nodes(value)
+        if nodes:  # the documents the text was made of stand for it
+            texts: list[str] = []
+            add_nodes(nodes, call_id, texts)
+            artifacts.append((text, texts))
     add_nodes(response_nodes, None, response_texts)
-    return passages, latest, response_texts
+    return passages, latest, response_texts, artifacts
 
 
 def returned_directly(answer: str, call: Any, passages: list[Passage]) -> bool:
@@ -104,7 +141,7 @@ def returned_directly(answer: str, call: Any, passages: list[Passage]) -> bool:
     written = llm_output_text(call.output) if call is not None else None
     if written and wanted in normalize(written):
         return False
-    return any(p.kind == TOOL and normalize(p.text) == wanted for p in passages)
+    return any(p.kind == TOOL and not p.error and normalize(p.text) == wanted for p in passages)
 
 
 def tool_output_text(output: Any) -> str | None:
@@ -115,30 +152,41 @@ def tool_output_text(output: Any) -> str | None:
     return content if isinstance(content, str) else None
 
 
-def unseen_tool_messages(model_input: Any, passages: list[Passage], control_tools: frozenset[str]) -> list[Passage]:
+def unseen_tool_messages(model_input: Any, passages: list[Passage], control_tools: frozenset[str],
+                         earlier: EarlierCalls | None = None) -> list[Passage]:
     """Tool outputs the answer's call read that no tool call of this run produced (an earlier
     turn's, kept in the agent's memory; a tool run outside LlamaIndex's instrumentation). Only the
     answer's call: a tool a sub-agent called inside a tool ran inside that outer call, whose nodes
     are passages already (and whose other results reach the answer only through the sub-agent's
-    reply, which then stays a context: no passage stands for it)."""
+    reply, which then stays a context: no passage stands for it). An earlier turn's output carries
+    that turn's id (``metadata["turn"]``), and is an error passage when that turn's call failed.
+    A failed call of this run is a passage already (an error one), so its message is known."""
     known = {normalize(p.text) for p in passages if p.kind == TOOL}
     found = []
     for message in tool_messages(model_input):
         if message.name in control_tools or normalize(message.text) in known:
             continue
         known.add(normalize(message.text))
-        found.append(Passage(message.text, TOOL, name=message.name, id=message.call_id))
+        before = earlier.find(message.call_id, message.text) if earlier is not None else None
+        passage = Passage(message.text, TOOL, name=message.name, id=message.call_id,
+                          error=before is not None and before.error)
+        if before is not None:
+            passage.metadata["turn"] = before.turn
+        found.append(passage)
     return found
 
 
 def origin(passage: Passage, latest: dict[str, NodeWithScore], tool_names: dict[str, str]) -> dict[str, Any]:
-    """Where a context came from: a node's id, score and metadata (and the tool it was retrieved
-    inside), or the tool whose output it is."""
+    """Where a context came from: a node's id, score and metadata (and the tool it was retrieved in
+    or returned by), or the tool whose output it is (and the earlier turn that called it)."""
     if passage.kind == TOOL:
-        return {"tool": passage.name, "id": passage.id}
+        found: dict[str, Any] = {"tool": passage.name, "id": passage.id}
+        if "turn" in passage.metadata:
+            found["turn"] = passage.metadata["turn"]
+        return found
     item = latest.get(passage.id or "")
-    found: dict[str, Any] = {"id": passage.id, "score": item.score if item is not None else None,
-                             "metadata": dict(item.node.metadata or {}) if item is not None else {}}
+    found = {"id": passage.id, "score": item.score if item is not None else None,
+             "metadata": dict(item.node.metadata or {}) if item is not None else {}}
     if passage.within is not None:
         found["tool"] = tool_names.get(passage.within)
     return found

@@ -21,7 +21,8 @@ from llama_index.core.base.llms.types import (
 )
 from llama_index.core.base.response.schema import PydanticResponse, Response
 from llama_index.core.chat_engine.types import AgentChatResponse
-from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
+from llama_index.core.memory.types import DEFAULT_CHAT_STORE_KEY
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle
 from workflows.events import StopEvent
 
 # Names under which LlamaIndex entry points take the user's input: chat engines' `message`, query
@@ -221,3 +222,39 @@ def tool_query(arguments: Mapping[str, Any]) -> str | None:
     if not plain:
         return None
     return json.dumps(plain, ensure_ascii=False, sort_keys=True)
+
+
+def tool_artifact_nodes(output: Any) -> list[NodeWithScore]:
+    """The nodes a tool returned as its raw output (a NodeWithScore, a node, or a list of them): the
+    documents its text was serialized from. Empty when the raw output is anything else."""
+    raw = getattr(output, "raw_output", None)
+    items = raw if isinstance(raw, (list, tuple)) else [raw]
+    nodes = [NodeWithScore(node=item) if isinstance(item, BaseNode) else item for item in items]
+    scored = [node for node in nodes if isinstance(node, NodeWithScore)]
+    return scored if scored and len(scored) == len(nodes) else []
+
+
+def memory_session_id(memory: Any) -> str | None:
+    """The conversation a LlamaIndex memory keeps: a ``Memory``'s ``session_id``, or the key a
+    ``ChatMemoryBuffer`` keeps its messages under in its chat store (unless it is the default key,
+    which every buffer shares and so names no conversation)."""
+    session_id = getattr(memory, "session_id", None)
+    if isinstance(session_id, str) and session_id:
+        return session_id
+    key = getattr(memory, "chat_store_key", None)
+    return key if isinstance(key, str) and key and key != DEFAULT_CHAT_STORE_KEY else None
+
+
+def root_session_id(arguments: Mapping[str, Any], instance: Any, start_event: Any) -> str | None:
+    """The conversation a root call belongs to, as LlamaIndex knows it: the memory an agent's run
+    was given (its start event's ``memory``), or a chat engine's own memory."""
+    memory = None
+    if start_event is not None:
+        data = getattr(start_event, "to_dict", None)
+        values = data() if callable(data) else None
+        memory = values.get("memory") if isinstance(values, Mapping) else None
+    if memory is None:
+        memory = arguments.get("memory")
+    if memory is None and instance is not None:
+        memory = getattr(instance, "_memory", None)
+    return memory_session_id(memory) if memory is not None else None

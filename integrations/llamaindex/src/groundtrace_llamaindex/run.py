@@ -10,6 +10,7 @@ from typing import Any
 from groundtrace.capture import end_request_span, start_request_span
 from groundtrace.record import EXCLUDED, NOT_EXCLUDED, PendingRecord, Record
 from groundtrace.redaction import get_logger
+from groundtrace.session import current_session
 from groundtrace.trace_context import current_links, otel_ids
 from groundtrace.turn import ModelCall, ToolFilter, Turn
 from llama_index.core.agent.workflow import AgentWorkflow
@@ -17,10 +18,12 @@ from llama_index.core.schema import NodeWithScore
 from workflows import Workflow
 
 from groundtrace_llamaindex.contexts import NODES, TOOL_OUTPUT, choose_contexts, tool_output_text
+from groundtrace_llamaindex.earlier import EarlierCalls
 from groundtrace_llamaindex.exclusion import is_excluded
 from groundtrace_llamaindex.extract import (
     input_text,
     last_user_message,
+    root_session_id,
     source_nodes,
     start_event_question,
     tool_query,
@@ -84,6 +87,9 @@ class RootRun:
     awaited_writer: Any = None
     answer_call_unseen: bool = False
     closed: bool = False  # concluded, failed or evicted: no longer tracked
+    session_id: str | None = None  # the conversation: the memory's own id, else groundtrace.session(...)'s
+    # each agent tool call's id (the one the model's messages carry) and its ToolOutput, in order
+    tool_calls: list[tuple[str, Any]] = field(default_factory=list)
 
     @classmethod
     def start(cls, span_id: str, arguments: dict[str, Any], tags: dict[str, Any] | None,
@@ -91,7 +97,8 @@ class RootRun:
         """``workflow``: whether ``instance`` is a Workflow, if the caller knows already."""
         excluded = is_excluded(tags)
         workflow = isinstance(instance, Workflow) if workflow is None else workflow
-        question = start_event_question(arguments.get("start_event")) if workflow else input_text(arguments)
+        start_event = arguments.get("start_event") if workflow else None
+        question = start_event_question(start_event) if workflow else input_text(arguments)
         return cls(
             span_id=span_id,
             started_ns=time.time_ns(),
@@ -103,6 +110,7 @@ class RootRun:
             workflow=workflow,
             control_tools=frozenset({HANDOFF_TOOL}) if workflow and isinstance(instance, AgentWorkflow) else frozenset(),
             turn=Turn(question=question),
+            session_id=root_session_id(arguments, instance, start_event) or current_session(),
         )
 
     @property
@@ -128,8 +136,28 @@ class RootRun:
             self.turn.note_query(tool_query(arguments))
 
     def note_tool_output(self, call_id: str, output: Any) -> None:
-        if not getattr(output, "is_error", False) and getattr(output, "tool_name", None) not in self.control_tools:
+        """A tool call's output, a failed one's too (``is_error``: it becomes an error passage)."""
+        if getattr(output, "tool_name", None) not in self.control_tools:
             self.found.append((TOOL_OUTPUT, output, call_id))
+
+    def note_tool_result(self, result: Any) -> None:
+        """An agent's tool call result (ToolCallResult): the call's id as the model knows it, and
+        its output. A tool that raised left no output of its own (its span was dropped): the error
+        output the agent made in its place, which its model reads, is an error passage."""
+        output, call_id = result.tool_output, result.tool_id
+        if result.tool_name in self.control_tools or not isinstance(call_id, str):
+            return
+        self.tool_calls.append((call_id, output))
+        if getattr(output, "is_error", False) is True and all(value is not output for _, value, _ in self.found):
+            self.tool_names[call_id] = result.tool_name
+            self.found.append((TOOL_OUTPUT, output, call_id))
+
+    def remember_tool_calls(self, earlier: EarlierCalls) -> None:
+        """At the run's end: its agent tool calls, for the later turns that read them from memory."""
+        for call_id, output in self.tool_calls:
+            text = tool_output_text(output)
+            if text:
+                earlier.remember(call_id, text, self.span_id, getattr(output, "is_error", False) is True)
 
     def start_call(self, event_span: str, llm_span: str, model_input: Any) -> bool:
         """A model call began; False for a nested wrapper of a call already begun (``achat`` ->
@@ -171,14 +199,16 @@ class RootRun:
         return bool(self.question or self.first_question or self.found)
 
     def read_end(self, answer: str | None, result: Any, tools: ToolFilter = EVERY_TOOL, span_text: bool = True,
-                 on_failure: Callable[[], None] | None = None) -> PendingRecord | Record | str:
+                 on_failure: Callable[[], None] | None = None,
+                 earlier: EarlierCalls | None = None) -> PendingRecord | Record | str:
         """What this run's end makes, read on the application's thread: a :class:`TurnEnd` (the
         Record to be, which the Monitor's worker builds if it keeps it) when a retrieval or a tool's
         output makes this a turn for sure; else the Record built here; or why there is none.
         ``result``: what the root returned (its source nodes are what a synthesizer read).
         ``span_text=False``: a request span written here carries no question or answer (a mask or
         GROUNDTRACE_CAPTURE_TEXT=false is in force). ``on_failure`` is called when building fails
-        in the worker (a failure of groundtrace's own, counted by the tracker)."""
+        in the worker (a failure of groundtrace's own, counted by the tracker). ``earlier``: the tool
+        calls of the turns that ended before (contexts.choose_contexts)."""
         paired = None
         if answer is None and not self.workflow:  # the root returned no answer: take the best one
             answer, paired = self.answer_from_events, self.answer_question  # an event had, with its question
@@ -189,10 +219,10 @@ class RootRun:
             return NO_QUESTION
         if answer is None:
             return NO_ANSWER
-        ended = TurnEnd(self, question, answer, source_nodes(result), tools, on_failure)
+        ended = TurnEnd(self, question, answer, source_nodes(result), tools, on_failure, earlier)
         chosen = None
         if not ended.certain():  # nothing retrieved or returned yet in sight: choose here, maybe nothing
-            chosen = choose_contexts(self, answer, ended.response_nodes, tools)
+            chosen = choose_contexts(self, answer, ended.response_nodes, tools, earlier)
             if chosen is None:
                 return NOTHING_TO_SCORE
         # a request span is written (with the request's own times) only for a turn that makes a Record
@@ -226,13 +256,13 @@ class TurnEnd(PendingRecord):
     its question and answer, the response's nodes, the trace ids and links (the context's). The
     contexts are chosen, and the Record validated, by :meth:`build` in the Monitor's worker."""
 
-    __slots__ = ("run", "question", "answer", "response_nodes", "tools", "links", "span_id", "on_failure")
+    __slots__ = ("run", "question", "answer", "response_nodes", "tools", "links", "span_id", "on_failure", "earlier")
 
     def __init__(self, run: RootRun, question: str, answer: str, response_nodes: list[Any], tools: ToolFilter,
-                 on_failure: Callable[[], None] | None) -> None:
+                 on_failure: Callable[[], None] | None, earlier: EarlierCalls | None = None) -> None:
         self.id, self.run_id, self.trace_id, self.metadata = run.span_id, None, None, EXCLUDED if run.excluded else NOT_EXCLUDED
         self.run, self.question, self.answer, self.response_nodes, self.tools = run, question, answer, response_nodes, tools
-        self.on_failure = on_failure
+        self.on_failure, self.earlier = on_failure, earlier
         self.links: dict[str, str] = {}
         self.span_id: str | None = None
 
@@ -245,8 +275,8 @@ class TurnEnd(PendingRecord):
             if kind == NODES:
                 if any(isinstance(node, NodeWithScore) for node in value):
                     return True
-            elif tool_output_text(value):
-                return True
+            elif getattr(value, "is_error", False) is not True and tool_output_text(value):
+                return True  # a failed call's text is never a context
         return False
 
     def seal(self, span_text: bool) -> None:
@@ -264,7 +294,7 @@ class TurnEnd(PendingRecord):
     def build(self) -> Record:
         """The Record, in the Monitor's worker."""
         try:
-            chosen = choose_contexts(self.run, self.answer, self.response_nodes, self.tools)
+            chosen = choose_contexts(self.run, self.answer, self.response_nodes, self.tools, self.earlier)
             if chosen is None:  # certain() said there would be a passage
                 raise ValueError("no passage after all")
             return self.record(chosen)
@@ -294,4 +324,5 @@ class TurnEnd(PendingRecord):
             trace_id=self.trace_id,
             span_id=self.span_id,
             trace_links=self.links,
+            session_id=run.session_id,
         )

@@ -30,6 +30,7 @@ from groundtrace.privacy import Mask
 from groundtrace.redaction import get_logger
 from groundtrace.turn import ToolFilter
 from groundtrace.turn_stats import CaptureCounter, CaptureStats
+from llama_index.core.agent.workflow.workflow_events import ToolCallResult
 from llama_index.core.base.llms.base import BaseLLM
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
 from llama_index.core.chat_engine.types import StreamingAgentChatResponse
@@ -47,6 +48,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.tools.types import BaseTool, ToolOutput
 from workflows import Workflow
 
+from groundtrace_llamaindex.earlier import EarlierCalls
 from groundtrace_llamaindex.extract import answer_text, final_result, llm_output_text, query_text
 from groundtrace_llamaindex.run import (
     EVERY_TOOL,
@@ -94,6 +96,7 @@ class RootTracker:
         self._warned_full = False
         self._counts = CaptureCounter("LlamaIndex")  # where every root went: see stats()
         self._streams_open = 0  # roots whose answer streams to a caller who has not finished reading it
+        self._earlier = EarlierCalls()  # the agent tool calls of ended turns, which later turns read from memory
 
     @property
     def open_roots(self) -> int:
@@ -220,10 +223,14 @@ class RootTracker:
                 run.note_answer(llm_output_text(response), LLM_END)
 
     def _read_child_result(self, run: RootRun, span_id: str, instance: Any, result: Any) -> None:
-        """A tool call's output, or the nodes a postprocessor kept (with a reranker's scores)."""
+        """A tool call's output, an agent's tool call result (the call's id, and its error output
+        when the tool raised), or the nodes a postprocessor kept (with a reranker's scores)."""
         if isinstance(result, ToolOutput):
             if self._scope_of.get(span_id, NO_SCOPE)[0] == span_id:  # the outermost tool call
                 run.note_tool_output(span_id, result)
+        elif isinstance(result, ToolCallResult):  # an agent's call_tool step
+            with self._lock:
+                run.note_tool_result(result)
         elif type(result) is list and self._kind(instance) == _POSTPROCESSOR:
             run.note_nodes(result, self._tool_call_of(span_id))
 
@@ -285,11 +292,15 @@ class RootTracker:
         try:  # this runs on the caller's thread, even inside its `for token in stream`
             if streamed and answer is not None:
                 run.note_streamed_answer(answer)
+            if run.tool_calls:
+                with self._lock:
+                    run.remember_tool_calls(self._earlier)
             if not run.is_turn():
                 self._counts.not_turn()
                 return
             # the Record itself is built by the Monitor's worker, and only if the Monitor keeps it
-            record = run.read_end(answer, result, self._tools, span_text=self._span_text, on_failure=self.callback_failed)
+            record = run.read_end(answer, result, self._tools, span_text=self._span_text, on_failure=self.callback_failed,
+                                  earlier=self._earlier)
             if isinstance(record, str):
                 log.debug("groundtrace: %s made no record: %s", run.name, record)
                 self._no_record(record)
