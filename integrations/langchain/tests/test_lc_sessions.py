@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import warnings
 
+import pytest
+
 from groundtrace.session import session
 from langchain.agents import create_agent
 from langchain_core.chat_history import InMemoryChatMessageHistory
@@ -94,12 +96,20 @@ def history_chain(answer: str):
                                           input_messages_key="question", history_messages_key="history"), histories
 
 
-def test_runnable_with_message_history_gives_its_session_id_and_wins_over_groundtrace_session(handler, monitor, sink):
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke", "stream"])
+def test_runnable_with_message_history_gives_its_session_id_and_wins_over_groundtrace_session(handler, monitor, sink,
+                                                                                            mode):
     answer = "Adult tickets cost 20 euros online."
     chain, histories = history_chain(answer)
+    question = {"question": "How much is an adult ticket online?"}
+    config = {"callbacks": [handler], "configurable": {"session_id": "visitor-5"}}
     with session("chat-42"):
-        chain.invoke({"question": "How much is an adult ticket online?"},
-                     config={"callbacks": [handler], "configurable": {"session_id": "visitor-5"}})
+        if mode == "invoke":
+            chain.invoke(question, config=config)
+        elif mode == "ainvoke":
+            asyncio.run(chain.ainvoke(question, config=config))
+        else:
+            assert "".join(chain.stream(question, config=config)) == answer
 
     assert list(histories) == ["visitor-5"] and len(histories["visitor-5"].messages) == 2
     record = only_record(monitor, sink)

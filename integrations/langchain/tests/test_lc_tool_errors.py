@@ -7,6 +7,7 @@ metadata["tool_errors"]; the good tools' outputs stay the contexts."""
 
 from __future__ import annotations
 
+import asyncio
 import warnings
 
 import pytest
@@ -144,3 +145,19 @@ def test_an_earlier_turns_tool_error_is_neither_a_context_nor_this_turns_error(h
     assert (turn_2.question, turn_2.answer, turn_2.contexts) == ("And students?", second, [PRICES["adult"]])
     assert "tool_errors" not in turn_2.metadata
     assert "unused_contexts" not in turn_2.metadata
+
+
+@pytest.mark.parametrize("mode", ["ainvoke", "stream"])
+def test_a_failed_tool_call_is_set_aside_in_async_and_streamed_runs(handler, monitor, sink, mode):
+    broken, lookup = call("search_archive", query="adult ticket"), call("lookup_prices", query="adult online")
+    agent = agent_with_middleware(ScriptedChatModel(replies=[broken, lookup, AIMessage(ANSWER)]),
+                                  [search_archive, lookup_prices])
+    config = {"callbacks": [handler]}
+    if mode == "ainvoke":
+        asyncio.run(agent.ainvoke(user(QUESTION), config=config))
+    else:
+        assert list(agent.stream(user(QUESTION), config=config, stream_mode="messages"))
+
+    record = only_record(monitor, sink)
+    assert (record.answer, record.contexts) == (ANSWER, [PRICES["adult"]])
+    assert record.metadata["tool_errors"] == {"count": 1, "tools": ["search_archive"]}
