@@ -66,8 +66,12 @@ def test_turn_2_answered_from_the_thread_reads_turn_1s_tool_output(handler, moni
     assert turn_2.queries is None
     # turn 1's search result is in the thread's messages, so the final call of turn 2 read it
     assert turn_2.contexts == [DOC["tickets"].page_content]
-    assert turn_2.metadata["documents"] == [tool_origin("search_museum", search.tool_calls[0]["id"])]
+    # item 4 of issue 30: the entry says the context is an earlier turn's tool output, read again
+    assert turn_2.metadata["documents"] == [{**tool_origin("search_museum", search.tool_calls[0]["id"]),
+                                             "earlier_turn": True}]
+    assert "earlier_turn" not in turn_1.metadata["documents"][0]
     assert turn_1.run_id != turn_2.run_id
+    assert turn_1.session_id == turn_2.session_id == "visitor-1"  # LangGraph's thread_id
 
 
 def test_turn_1s_tool_output_cleared_from_the_final_call_is_not_a_context_of_turn_2(handler, monitor, sink):
@@ -95,7 +99,8 @@ def test_turn_2_that_searches_again_reads_both_turns_results_in_thread_order(han
     _, turn_2 = two_turns(agent, handler, monitor, sink)
 
     assert turn_2.contexts == [DOC["tickets"].page_content, DOC["students"].page_content]
-    assert turn_2.metadata["documents"] == [tool_origin("search_museum", search_1.tool_calls[0]["id"]),
+    assert turn_2.metadata["documents"] == [{**tool_origin("search_museum", search_1.tool_calls[0]["id"]),
+                                             "earlier_turn": True},
                                             origin(DOC["students"], "search_museum")]
     assert turn_2.queries == ["students price"]
 

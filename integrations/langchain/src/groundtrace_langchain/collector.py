@@ -58,6 +58,9 @@ class ToolRun:
     call_id: str | None
     parent: int | None = None  # the tool run it ran inside (a sub-agent's tool inside an agent-as-a-tool)
     output: Any = _UNSET
+    # the tool raised (on_tool_error): the exception's type name; a handler (ToolNode's handle_tool_errors, a
+    # wrap_tool_call middleware) may have put an error message in its place, which is never a context
+    failed: str | None = None
 
     @property
     def ended(self) -> bool:
@@ -87,6 +90,10 @@ class RootRun:
     within: dict[int, tuple[int | None, bool]] = field(default_factory=dict)
     members: list[int] = field(default_factory=list)  # run_id.int of every tracked descendant
     closed: bool = False  # ended or evicted: its runs are being forgotten
+    # the conversation: the framework's own id (LangGraph's thread_id, RunnableWithMessageHistory's session_id)
+    session_id: str | None = None
+    given_session: str | None = None  # groundtrace.session(...), else the run metadata's session_id
+    config_unread: bool = False  # the root's config (RunnableWithMessageHistory's session) is read at its first child
 
 
 class Collector:

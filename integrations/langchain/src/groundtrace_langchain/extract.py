@@ -122,6 +122,14 @@ def generation_text(response: LLMResult | None) -> str | None:
     return response.generations[0][0].text
 
 
+def requested_tool_calls(response: LLMResult | None) -> list[str]:
+    """The ids of the tool calls a model call asked for (its first generation's message)."""
+    if response is None or not response.generations or not response.generations[0]:
+        return []
+    message = getattr(response.generations[0][0], "message", None)
+    return [str(c["id"]) for c in message.tool_calls if c.get("id")] if isinstance(message, AIMessage) else []
+
+
 def _call_messages(call_input: Any) -> Iterator[Any]:
     """The messages (or prompt strings) of a model call's input: on_chat_model_start gives a list
     of message lists, on_llm_start a list of prompts."""
@@ -231,6 +239,46 @@ def scalar_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
         elif value is None or isinstance(value, (int, float, bool)):
             kept[str(key)] = value
     return kept
+
+
+def history_session(config: Mapping[str, Any] | None) -> str | None:
+    """RunnableWithMessageHistory's session id, in the runnable config its runs get (it is in the config's
+    configurable, beside the message history it looked up, and never in the callbacks' metadata)."""
+    configurable = config.get("configurable") if config else None
+    if not isinstance(configurable, Mapping) or "message_history" not in configurable:
+        return None
+    session = configurable.get("session_id")
+    return None if session is None else str(session)
+
+
+def artifact_documents(output: Any) -> list[Document] | None:
+    """The Documents a ``content_and_artifact`` tool returned beside its text (a vector store's search
+    results, say): its ToolMessage's artifact, a Document or a list of them."""
+    artifact = getattr(output, "artifact", None) if isinstance(output, ToolMessage) else None
+    items = artifact if isinstance(artifact, Sequence) and not isinstance(artifact, str) else [artifact]
+    documents = []
+    for item in items:
+        document = _as_document(item)
+        if document is None:  # any other artifact: the tool's text stays its output
+            return None
+        documents.append(document)
+    return documents or None
+
+
+def _as_document(item: Any) -> Document | None:
+    """A Document, or one a checkpointer's serializer turned into a dict (an earlier turn's artifact)."""
+    if isinstance(item, Document):
+        return item
+    if isinstance(item, Mapping) and item.get("type") == "Document" and isinstance(item.get("page_content"), str):
+        metadata = item.get("metadata")
+        return Document(item["page_content"], id=item.get("id"), metadata=dict(metadata) if isinstance(metadata, Mapping) else {})
+    return None
+
+
+def is_error(message: Any) -> bool:
+    """A ToolMessage that says its tool call failed (a handled ToolException, ToolNode's handle_tool_errors, a
+    middleware's error message): the framework's own word, never guessed from the text."""
+    return isinstance(message, ToolMessage) and message.status == "error"
 
 
 def document_summary(document: Document) -> dict[str, Any]:

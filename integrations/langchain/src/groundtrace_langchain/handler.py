@@ -19,6 +19,7 @@ from groundtrace.capture import end_request_span, prepare_shared_capture, shared
 from groundtrace.config import Settings
 from groundtrace.monitor import Monitor, check_sample_rate
 from groundtrace.privacy import Mask
+from groundtrace.session import current_session
 from groundtrace.trace_context import current_links, otel_ids
 from groundtrace.turn import ToolFilter
 from groundtrace.turn_stats import CaptureStats
@@ -26,8 +27,10 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
+from langchain_core.runnables.config import var_child_runnable_config
 
 from groundtrace_langchain.collector import COLLECTOR, RootRun, log, report_failure
+from groundtrace_langchain.extract import history_session
 from groundtrace_langchain.records import NothingToScore, read_end
 
 TRACER_NAME = "groundtrace.langchain"
@@ -120,8 +123,11 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
     def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None,
                        tags: list[str] | None = None, metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
         try:
-            if parent_run_id is None or COLLECTOR.adopt(self._scope, run_id, parent_run_id) is None:
+            if parent_run_id is None or (root := COLLECTOR.adopt(self._scope, run_id, parent_run_id)) is None:
                 self._start_root(run_id, inputs, tags, metadata, kwargs.get("name"))
+            elif root.config_unread:  # the root's first child runs under the root's config: read it once
+                root.config_unread = False
+                root.session_id = history_session(var_child_runnable_config.get())
         except Exception:
             report_failure("on_chain_start")
 
@@ -217,6 +223,16 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
         except Exception:
             report_failure("on_tool_start")
 
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None,
+                      **kwargs: Any) -> None:
+        try:
+            root = COLLECTOR.root_of(self._scope, run_id)
+            tool = root.tools.get(run_id.int) if root is not None else None
+            if tool is not None:  # the exception's type only: its traceback would hold the tool's frames
+                tool.failed = type(error).__name__
+        except Exception:
+            report_failure("on_tool_error")
+
     def on_tool_end(self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
         try:
             root = COLLECTOR.root_of(self._scope, run_id)
@@ -231,10 +247,15 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
                     name: str | None) -> None:
         excluded = bool(metadata) and Monitor.excludes(metadata)  # an excluded run starts no span, reads no links
         ids, span = (None, None) if excluded else _request_ids(run_id, name)
+        thread = metadata.get("thread_id") if metadata else None  # LangGraph puts its configurable thread_id there
+        given = current_session()
+        if given is None and metadata and metadata.get("session_id") is not None:
+            given = str(metadata["session_id"])
         root = RootRun(
             run_id=run_id, name=name, inputs=inputs, tags=list(tags) if tags else [],
             metadata=dict(metadata) if metadata else {}, excluded=excluded, otel_ids=ids, request_span=span,
-            links={} if excluded else current_links(),
+            links={} if excluded else current_links(), session_id=None if thread is None else str(thread),
+            given_session=given, config_unread=thread is None,
         )
         for evicted in COLLECTOR.add_root(self._scope, root):
             end_request_span(evicted.request_span)

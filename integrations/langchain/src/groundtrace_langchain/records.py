@@ -21,12 +21,15 @@ from langchain_core.messages import ToolMessage
 from groundtrace_langchain.collector import Retrieval, RootRun, ToolRun, report_failure
 from groundtrace_langchain.extract import (
     answer_from_output,
+    artifact_documents,
     call_input_text,
     contexts_from_values,
     document_summary,
     generation_text,
+    is_error,
     question_from_input,
     replies_read,
+    requested_tool_calls,
     scalar_metadata,
     source_id,
     tool_messages,
@@ -88,10 +91,33 @@ def _document_passage(retrieval: Retrieval, document: Document, tool_key: str | 
                    metadata={"document": document, "tool": tool_name})
 
 
-def _tool_passage(name: str | None, text: str, key: str | None, within: str | None = None) -> Passage:
+def _tool_passage(name: str | None, text: str, key: str | None, within: str | None = None,
+                  error: bool = False) -> Passage:
     """A tool's output; ``within``: the tool call it ran inside (a sub-agent's tool inside an
-    agent called as a tool), which what reached the answer from inside it represents."""
-    return Passage(text, TOOL, name, key, within=within, metadata={"tool": name})
+    agent called as a tool), which what reached the answer from inside it represents; ``error``: the
+    call failed, as the framework says (never a context)."""
+    return Passage(text, TOOL, name, key, within=within, metadata={"tool": name}, error=error)
+
+
+def _tool_passages(name: str | None, output: Any, key: str | None, within: str | None = None,
+                   earlier: bool = False) -> list[Passage]:
+    """A tool's output (a ToolMessage, or what the tool returned) as passages: its text, then, for a
+    ``content_and_artifact`` tool whose artifact is Documents, each Document, which stand for the text
+    (their ids and metadata kept) wherever they reached the model. ``earlier``: an earlier turn's output."""
+    text = tool_output_text(output)
+    if not text or not text.strip():
+        return []
+    if is_error(output):
+        return [_tool_passage(name, text, key, within, error=True)]
+    found = [_tool_passage(name, text, key, within)]
+    for document in artifact_documents(output) or ():
+        if document.page_content.strip():
+            found.append(Passage(document.page_content, DOCUMENT, name, source_id(document), within=key,
+                                 metadata={"document": document, "tool": name}))
+    if earlier:
+        for passage in found:
+            passage.metadata["earlier_turn"] = True
+    return found
 
 
 def _origin(passage: Passage) -> dict[str, Any]:
@@ -104,6 +130,8 @@ def _origin(passage: Passage) -> dict[str, Any]:
         found = document_summary(document)
     if passage.metadata.get("tool") is not None:
         found["tool"] = passage.metadata["tool"]
+    if passage.metadata.get("earlier_turn"):  # a tool output of an earlier turn of the thread, read again
+        found["earlier_turn"] = True
     return found
 
 
@@ -149,13 +177,13 @@ def _candidates(root: RootRun, history: list[Passage], call_order: dict[str, int
     found.passages.extend(history)
     for source in _in_call_order(root, call_order):
         if isinstance(source, ToolRun):
-            if not source.ended:
-                continue
-            text = tool_output_text(source.output)
-            if text and text.strip():
-                passage = _tool_passage(source.name, text, _tool_key(root, source.run), _tool_key(root, source.parent))
-                found.passages.append(passage)
-                found.filtered_tools |= not tools.allows(source.name)
+            key, within = _tool_key(root, source.run), _tool_key(root, source.parent)
+            if source.failed is not None:  # it raised: whatever a handler made of it is no context
+                found.passages.append(_tool_passage(source.name, source.failed, key, within, error=True))
+            elif source.ended:
+                passages = _tool_passages(source.name, source.output, key, within)
+                found.passages.extend(passages)
+                found.filtered_tools |= bool(passages) and not tools.allows(source.name)
             continue
         tool = root.tools.get(source.tool) if source.tool is not None else None
         key, name = _tool_key(root, source.tool), tool.name if tool is not None else None
@@ -174,15 +202,21 @@ def _candidates(root: RootRun, history: list[Passage], call_order: dict[str, int
 
 def _history(messages: list[ToolMessage], root: RootRun) -> list[Passage]:
     """Tool results in the answer call's input that no tool run of this turn produced: an earlier
-    turn's, carried by a checkpointed thread (only what the final call read)."""
-    own = {tool.call_id for tool in root.tools.values() if tool.ended and tool.call_id}
+    turn's, carried by a checkpointed thread (only what the final call read), or an error message a
+    tool node or middleware of this turn put there for a call that ran no tool (a call it refused)."""
+    own = {tool.call_id for tool in root.tools.values() if (tool.ended or tool.failed) and tool.call_id}
+    asked = {key for call in root.turn.calls for key in requested_tool_calls(call.output)}
     passages = []
     for message in messages:
-        if message.tool_call_id not in own:
-            own.add(message.tool_call_id)  # a message read by several calls counts once
-            text = tool_output_text(message)
-            if text:
-                passages.append(_tool_passage(message.name, text, message.tool_call_id))
+        if message.tool_call_id in own:
+            continue
+        own.add(message.tool_call_id)  # a message read by several calls counts once
+        if is_error(message):
+            # this turn's failed call; an earlier turn's error was that turn's (its record counted it)
+            if message.tool_call_id in asked:
+                passages.extend(_tool_passages(message.name, message, message.tool_call_id))
+            continue
+        passages.extend(_tool_passages(message.name, message, message.tool_call_id, earlier=True))
     return passages
 
 
@@ -242,6 +276,8 @@ def _is_turn(root: RootRun, tools: ToolFilter) -> bool:
     if any(isinstance(source, Retrieval) and not source.nested for source in sources):
         return True
     for source in sources:  # only then render tool outputs
+        if isinstance(source, ToolRun) and source.failed is not None:
+            return True  # a failed call is a turn's fact (its tool_errors), whatever the agent answered
         if isinstance(source, ToolRun) and source.ended and tools.allows(source.name):
             text = tool_output_text(source.output)
             if text and text.strip():
@@ -288,7 +324,7 @@ class TurnEnd(PendingRecord):
             order.setdefault(message.tool_call_id, len(order))
         found = _candidates(root, _history(read, root), order, tools)
         metadata = _root_metadata(root)
-        if found.retrieved or any(p.kind == DOCUMENT or tools.allows(p.name) for p in found.passages):
+        if found.retrieved or any(p.kind == DOCUMENT or p.error or tools.allows(p.name) for p in found.passages):
             selection = select_contexts(found.passages, model_input, tools, reading.read if reading is not None else ())
         elif found.filtered_tools:
             raise NothingToScore(FILTERED)
@@ -307,6 +343,8 @@ class TurnEnd(PendingRecord):
         unused = _unused(selection, found)
         if unused:
             metadata["unused_contexts"] = unused
+        if (errors := selection.tool_errors()) is not None:
+            metadata["tool_errors"] = errors
         if selection.unchecked:
             metadata["contexts_unchecked"] = True  # no model call was seen: every passage is kept
         trace_id, span_id = _ids(root)
@@ -322,4 +360,6 @@ class TurnEnd(PendingRecord):
             span_id=span_id,
             run_id=run_id,
             trace_links=self.links,
+            # the framework's own id (thread_id, RunnableWithMessageHistory's session_id), else the app's
+            session_id=root.session_id if root.session_id is not None else root.given_session,
         )
