@@ -337,9 +337,10 @@ def test_constructor_rejects_ambiguous_or_invalid_options(monitor):
         GroundtraceCallbackHandler(monitor=monitor, sample_rate=1.5)
 
 
-def test_without_monitor_or_options_the_shared_monitor_is_used_lazily(monkeypatch):
+def test_without_monitor_or_options_the_shared_monitor_is_used_lazily(monkeypatch, tmp_path):
     from groundtrace import capture
 
+    monkeypatch.chdir(tmp_path)  # no sink configured: the default store is written here, not in the checkout
     monkeypatch.setenv("GROUNDTRACE_METRICS", "lexical")
     monkeypatch.delenv("GROUNDTRACE_SINKS", raising=False)
     capture.reset_shared_monitor()

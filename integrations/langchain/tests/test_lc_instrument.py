@@ -19,7 +19,8 @@ PARIS = BY_ID["en-paris"]
 
 
 @pytest.fixture
-def clean_env(monkeypatch):
+def clean_env(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)  # with no sink configured the default store is written here, not in the checkout
     for name in ("GROUNDTRACE_ENABLED", "GROUNDTRACE_METRICS", "GROUNDTRACE_SINKS", "GROUNDTRACE_SAMPLE_RATE",
                  "GROUNDTRACE_JSONL_PATH", "GROUNDTRACE_QUEUE_SIZE"):
         monkeypatch.delenv(name, raising=False)
