@@ -138,3 +138,26 @@ def test_lexical_reaches_the_seed_level_on_ragtruth():
 def test_default_metric_thresholds_are_in_the_unit_interval():
     for name in ("lexical", "facts"):
         assert 0 < get_metric(name).threshold < 1
+
+
+def test_bench_breaks_figures_down_by_session_when_asked(labelled, tmp_path):
+    from typer.testing import CliRunner
+
+    from groundtrace.cli import app
+
+    sessions = {"g1": "chat-1", "h1": "chat-1", "g2": "chat-2"}  # h2 belongs to no conversation
+    rows = [json.loads(line) for line in labelled.read_text(encoding="utf-8").splitlines()]
+    path = tmp_path / "sessions.jsonl"
+    path.write_text("\n".join(json.dumps({**r, "session_id": sessions.get(r["id"])}, ensure_ascii=False) for r in rows),
+                    encoding="utf-8")
+
+    assert not any(key.startswith("session_id:") for key in run_bench(path, ["lexical"])["lexical"].groups)
+    groups = run_bench(path, ["lexical"], by=["session"])["lexical"].groups
+    assert {key: (s.n, s.positives) for key, s in groups.items() if key.startswith("session_id:")} == {
+        "session_id:chat-1": (2, 1), "session_id:chat-2": (1, 0)}
+    assert groups["session_id:chat-1"].recall == 1.0  # lexical flags h1, the one hallucination there
+
+    result = CliRunner().invoke(app, ["bench", str(path), "-m", "lexical", "--by", "session", "--json"])
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout[result.stdout.index("{"):])
+    assert printed["lexical"]["groups"]["session_id:chat-1"]["n"] == 2

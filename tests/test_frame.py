@@ -42,6 +42,15 @@ def test_a_ragas_frame_gets_four_columns_per_metric_and_keeps_its_own() -> None:
     assert out.loc["c", "lexical_reason"] == MISSING
 
 
+def test_a_session_id_column_stays_beside_the_scores_and_evaluate_keeps_it_on_the_record() -> None:
+    df = pd.DataFrame([{**row, "session_id": session} for row, session in zip(RAGAS[:2], ["chat-1", "chat-2"], strict=True)])
+    out = groundtrace.score_frame(df, ["lexical"])
+    assert out[["session_id", "lexical"]].values.tolist() == [["chat-1", 1.0], ["chat-2", 0.0]]
+
+    scored = groundtrace.evaluate([{"question": "q", "contexts": [CONTEXT], "answer": COPY, "session_id": 7}], ["lexical"])
+    assert [(row.record.session_id, row.scores[0].value) for row in scored] == [("7", 1.0)]
+
+
 def test_metric_options_go_by_metric_name() -> None:
     out = groundtrace.score_frame(pd.DataFrame(RAGAS[:1]), ["lexical"], lexical={"threshold": 1.0})
     assert out["lexical_flagged"].tolist() == [False]  # 1.0 is not below 1.0

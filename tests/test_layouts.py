@@ -192,3 +192,18 @@ def test_report_labels_may_be_labels_alone_joined_by_id(tmp_path) -> None:
     assert "2 records, 2 with gold labels" in result.output
     with pytest.raises(LayoutError, match="fit no known layout"):  # to be scored or benched, a file needs answers
         read_layout(labels)
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
+@pytest.mark.parametrize(("sessions", "kept"), [
+    (["chat-1", None], ["chat-1", None]),  # CSV's empty cell is no session, not an empty one
+    ([41, 42], ["41", "42"]),  # numbered conversations are ids too
+])
+def test_a_session_id_column_is_read_into_the_record_and_written_back(tmp_path, suffix, sessions, kept) -> None:
+    rows = [{**row, "session_id": session} for row, session in zip(labelled("ragas"), sessions, strict=True)]
+    source = write(tmp_path / f"in{suffix}", rows)
+    out = tmp_path / "scores.jsonl"
+    result = runner.invoke(app, ["score", str(source), "-m", "lexical", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    scored = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [(row["id"], row["record"]["session_id"]) for row in scored] == list(zip(["r0", "r1"], kept, strict=True))

@@ -250,8 +250,10 @@ def test_without_text_keeps_numbers_and_drops_every_string() -> None:
                   reason="1 of 2 facts are not in the contexts: 2 500", spans=[Span(start=3, end=8, text="2 500")],
                   details={"language": "en", "similarity": 0.5, "facts": [{"text": "2 500", "score": 0.9}],
                            "flags": [True, "x"]})
-    record, [bare] = without_text(Record(**ROW), [score])
+    record, [bare] = without_text(Record(**ROW, session_id="chat-7"), [score])
     assert record.answer is None and record.question is None and record.contexts is None
+    # the ids that name the trace and its conversation stay
+    assert (record.id, record.trace_id, record.session_id) == ("r1", ROW["trace_id"], "chat-7")
     assert bare.reason == "" and bare.spans == [Span(start=3, end=8, text="")]
     assert bare.details == {"similarity": 0.5, "facts": [{"score": 0.9}], "flags": [True]}
     assert (bare.value, bare.hallucinated, bare.threshold) == (0.25, False, 0.5)

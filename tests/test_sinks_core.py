@@ -61,6 +61,17 @@ def test_otel_sink_emits_evaluator_children_of_the_request_span(otel):
     assert "gen_ai.evaluation.score.value" not in lexical.attributes  # failed: no value, never NaN
     assert lexical.attributes["gen_ai.evaluation.score.label"] == "error"
     assert lexical.status.status_code.name == "ERROR"
+    assert "session.id" not in facts.attributes  # a record with no conversation names none
+
+
+def test_otel_sink_names_the_conversation_on_each_evaluator_span(otel):
+    provider, exporter = otel
+    record = Record(id="r1", answer="a", contexts=["c"], session_id="chat-42",
+                    trace_id="4bf92f3577b34da6a3ce929d0e0e4736", span_id="00f067aa0ba902b7")
+    OTelSink(tracer_provider=provider).emit(record, SCORES)
+    spans = exporter.get_finished_spans()
+    assert [(s.attributes["gen_ai.conversation.id"], s.attributes["session.id"]) for s in spans] == \
+        [("chat-42", "chat-42"), ("chat-42", "chat-42")]
 
 
 def test_otel_sink_skips_records_without_trace_ids(otel):
@@ -73,10 +84,11 @@ def test_jsonl_sink_appends_one_line_per_record(tmp_path):
     path = tmp_path / "deep" / "scores.jsonl"
     sink = JsonlSink(path)
     sink.emit(Record(id="r1", answer="a", contexts=["c"]), SCORES)
-    sink.emit(Record(id="r2", answer="b", contexts=["c"]), SCORES[:1])
+    sink.emit(Record(id="r2", answer="b", contexts=["c"], session_id="chat-42"), SCORES[:1])
     sink.close()
     rows = [ScoredRecord.model_validate_json(line) for line in path.read_text(encoding="utf-8").splitlines()]
     assert [r.id for r in rows] == ["r1", "r2"]
+    assert [r.record.session_id for r in rows] == [None, "chat-42"]
     assert rows[0].scores == SCORES
 
 

@@ -7,6 +7,7 @@ from groundtrace.frame import score_frame
 from groundtrace.metrics import Metric, get_metric, metric_names, register_metric
 from groundtrace.record import Record
 from groundtrace.score import Cost, Score, ScoredRecord, Span
+from groundtrace.session import current_session, session
 
 if TYPE_CHECKING:
     from groundtrace.monitor import Monitor
@@ -22,11 +23,13 @@ __all__ = [
     "Score",
     "ScoredRecord",
     "Span",
+    "current_session",
     "evaluate",
     "get_metric",
     "metric_names",
     "register_metric",
     "score_frame",
+    "session",
 ]
 
 

@@ -37,9 +37,23 @@ class Labelled:
     groups: dict[str, str]
 
 
-def load_labelled(path: str | Path, limit: int | None = None, schema: str | None = None) -> list[Labelled]:
+# the keys every bench breaks its figures down by; ``by`` adds others (a conversation, a customer)
+GROUP_KEYS = ("task", "language")
+# short names for Record fields a user may break figures down by
+_BY_ALIASES = {"session": "session_id", "conversation": "session_id"}
+
+
+def group_keys(by: Sequence[str] = ()) -> tuple[str, ...]:
+    """The row keys a bench groups by: task and language, then ``by`` ('session' names session_id)."""
+    return tuple(dict.fromkeys([*GROUP_KEYS, *(_BY_ALIASES.get(key, key) for key in by)]))
+
+
+def load_labelled(path: str | Path, limit: int | None = None, schema: str | None = None,
+                  by: Sequence[str] = ()) -> list[Labelled]:
     """The labelled rows of ``path`` (JSON Lines, CSV or Parquet, in any layout of groundtrace.layouts;
-    ``schema`` forces one), each under groundtrace's names with its 0/1 ``label``."""
+    ``schema`` forces one), each under groundtrace's names with its 0/1 ``label`` and its groups
+    (see :func:`group_keys`)."""
+    keys = group_keys(by)
     items: list[Labelled] = []
     for row in read_layout(path, schema).rows:
         if isinstance(row, InvalidInput):
@@ -47,7 +61,7 @@ def load_labelled(path: str | Path, limit: int | None = None, schema: str | None
         label = row.get("label")
         if label not in (0, 1, True, False):
             raise ValueError(f"{path}: record {row.get('id')!r} has no 0/1 'label' (got {label!r})")
-        groups = {key: str(row[key]) for key in ("task", "language") if row.get(key)}
+        groups = {key: str(row[key]) for key in keys if row.get(key) not in (None, "")}
         items.append(Labelled(row, int(label), groups))
         if limit and len(items) >= limit:
             break
@@ -263,14 +277,16 @@ def run_bench(
     progress: Callable[[str, int], Callable[[], None] | None] | None = None,
     engine: Mapping[str, Any] | None = None,
     schema: str | None = None,
+    by: Sequence[str] = (),
 ) -> dict[str, BenchResult]:
     """Bench every metric on ``path``; ``progress(metric_name, total)`` may return a tick callback.
+    ``by``: row keys to break the figures down by besides task and language ('session': session_id).
     ``engine``: where the records are scored, as keywords of :func:`groundtrace.stream.score_stream`
     (e.g. ``{"engine": "ray", "actors": 2}``; default: this process). ``schema``: the layout of both
     files (default: detected from each file's keys)."""
     if threshold is not None and threshold_from is not None:
         raise ValueError("give either a threshold or a file to fit one on, not both")
-    items = load_labelled(path, limit, schema)
+    items = load_labelled(path, limit, schema, by)
     reference = load_labelled(threshold_from, limit, schema) if threshold_from else None
     results = {}
     built = build_metrics(metrics, options)

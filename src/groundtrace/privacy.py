@@ -144,7 +144,7 @@ _DROP = object()
 def text_free_record(record: Record) -> Record:
     """The ids that name the record's trace, and nothing the user wrote or retrieved."""
     return Record(id=record.id, language=record.language, trace_id=record.trace_id, span_id=record.span_id,
-                  run_id=record.run_id, trace_links=dict(record.trace_links))
+                  run_id=record.run_id, session_id=record.session_id, trace_links=dict(record.trace_links))
 
 
 def text_free_score(score: Score) -> Score:

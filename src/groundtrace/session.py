@@ -1,8 +1,10 @@
-"""groundtrace.session(session_id): the conversation of the turns run inside it, for apps that keep their own history.
+"""The conversation a turn belongs to, for applications that keep their own chat history.
 
-The integrations read :func:`current_session` when a turn starts; a framework's own conversation id
-(a LangGraph thread, a LlamaIndex Memory's session_id) wins over it.
-"""
+``with groundtrace.session("chat-42"): chain.invoke(...)`` names the conversation of every turn that
+starts inside the block; the integrations read :func:`current_session` when a root run starts (a
+framework's own id, LangGraph's thread_id say, wins over it). A ContextVar, so the value follows the
+code that runs under it: nested blocks restore the outer id, asyncio tasks copy it when created, and
+a thread started with ``contextvars.copy_context().run`` sees it; a bare thread does not."""
 
 from __future__ import annotations
 
@@ -14,15 +16,21 @@ _current: ContextVar[str | None] = ContextVar("groundtrace_session", default=Non
 
 
 @contextmanager
-def session(session_id: str) -> Iterator[None]:
-    """Every turn started inside this block belongs to the conversation ``session_id``."""
-    token = _current.set(session_id)
+def session(session_id: str) -> Iterator[str]:
+    """Name the conversation of the turns run inside the block; yields the id as a string."""
+    value = str(session_id)  # a numbered chat (an int, a UUID) is still an id
+    if not value:
+        raise ValueError("a session id must not be empty")
+    token = _current.set(value)
     try:
-        yield
+        yield value
     finally:
         _current.reset(token)
 
 
 def current_session() -> str | None:
-    """The conversation set by the innermost :func:`session` block around this code, if any."""
+    """The id of the innermost :func:`session` block around the caller, or None outside any."""
     return _current.get()
+
+
+__all__ = ["current_session", "session"]

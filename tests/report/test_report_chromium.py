@@ -114,3 +114,16 @@ def test_a_screenshot_of_the_page_is_written(report, tmp_path):
     assert struct.unpack(">II", data[16:24]) == (1280, 1600)  # IHDR width, height
     # a blank or unstyled page compresses to a few kilobytes; this one has text, marks and plots
     assert len(data) > 60_000
+
+
+def test_a_session_in_the_fragment_shows_only_that_conversations_turns(tmp_path):
+    records = rows()
+    for row, session in zip(records, ["chat-1", "chat-1", "chat-2", None], strict=True):
+        row.record.session_id = session
+    path = tmp_path / "sessions.html"
+    path.write_text(render_report(records), encoding="utf-8")
+    doc = parse(chromium(tmp_path, "--dump-dom", path.as_uri() + "#session=chat-1"))
+    assert doc.find("html").get("data-ready") == "1"
+    shown = [tr.get("data-session") for tr in table_rows(doc) if "hidden" not in tr.attrs]
+    assert shown == ["chat-1", "chat-1"]
+    assert doc.find("b", id="shown").text == "2"

@@ -207,3 +207,41 @@ def test_an_empty_file_gives_a_page_that_says_so():
     doc, _ = page([])
     assert doc.find("section", id="empty").find("h2").text == "No records"
     assert not doc.find_all("table")
+
+
+def with_sessions(sessions):
+    records = rows()
+    for row, session in zip(records, sessions, strict=True):
+        row.record.session_id = session
+    return records
+
+
+def test_conversations_count_turns_and_flags_per_metric_and_the_table_gets_a_session_column():
+    doc, _ = page(with_sessions(["chat-1", "chat-1", "chat-2", None]))
+    table = doc.find("section", id="conversations").find("table")
+    heads = [th.text for th in table.find("thead").find_all("th")]
+    assert heads == ["session", "turns", "flagged turns", "grounding flagged", "lexical flagged"]
+    found = [[tr.find("th").text, *(td.text for td in tr.find_all("td"))] for tr in table.find("tbody").find_all("tr")]
+    # chat-1: both turns flagged by grounding (0.9, 0.7 >= 0.5), one by lexical (0.2 < 0.4); chat-2's grounding failed
+    assert found == [["chat-1", "2", "2", "2/2 (100%)", "1/2 (50%)"], ["chat-2", "1", "0", "0/0", "0/1 (0%)"]]
+    assert table.find("a").get("href") == "#session=chat-1"  # shows that conversation's turns in the table
+
+    records = doc.find("table", id="records")
+    assert [th.text for th in records.find("thead").find_all("th")][:4] == ["#", "question", "lang", "session"]
+    trs = records.find("tbody").find_all("tr")
+    assert [tr.get("data-session") for tr in trs] == ["chat-1", "chat-1", "chat-2", ""]
+    assert [tr.find_all("td")[3].get("data-value") for tr in trs] == ["chat-1", "chat-1", "chat-2", ""]
+    options = [o.get("value") for o in doc.find("select", name="session").find_all("option")]
+    assert options == ["", "chat-1", "chat-2"]
+
+
+def test_without_sessions_there_is_no_conversations_section_and_no_session_column():
+    doc, _ = page()
+    assert not doc.find_all("section", id="conversations") and not doc.find_all("select", name="session")
+    assert "session" not in [th.text for th in doc.find("table", id="records").find("thead").find_all("th")]
+
+
+def test_a_session_id_is_shown_as_text_never_run():
+    doc, _ = page(with_sessions([XSS, None, None, None]))
+    assert doc.find("section", id="conversations").find("th", scope="row").text == XSS
+    assert not doc.find_all("script")[1:]  # the page's own script only

@@ -60,6 +60,18 @@ def test_scores_are_posted_with_trace_observation_and_reason(loopback, record, g
     }
 
 
+def test_a_turn_score_stays_on_its_trace_and_names_the_conversation_in_metadata(loopback, record, grounded) -> None:
+    server = loopback(lambda request: ACCEPTED)
+    record.session_id = "chat-42"
+    sink_for(server.url).emit(record, [grounded])
+
+    ((sent,),) = [request.json for request in server.requests]
+    # a sessionId would make it a score of the whole conversation: it judges one turn
+    assert "sessionId" not in sent
+    assert (sent["traceId"], sent["observationId"]) == ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7")
+    assert sent["metadata"]["session_id"] == "chat-42"
+
+
 def test_settings_come_from_the_environment(loopback, monkeypatch, record, grounded) -> None:
     server = loopback(lambda request: ACCEPTED)
     monkeypatch.setenv("LANGFUSE_PUBLIC_KEY", PUBLIC)

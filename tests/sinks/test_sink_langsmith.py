@@ -78,6 +78,16 @@ def test_feedback_lands_on_the_root_run_with_score_label_and_reason(loopback, re
     assert lookup.headers["x-api-key"] == API_KEY
 
 
+def test_the_conversation_goes_in_extra_and_the_project_stays_the_session_field(loopback, record, grounded) -> None:
+    server = loopback(langsmith_api())
+    record.session_id = "chat-42"
+    sink_for(server.url).emit(record, [grounded])
+
+    (sent,) = posted_feedback(server)
+    assert (sent["session_id"], sent["extra"]["session_id"]) == (PROJECT_ID, "chat-42")
+    assert sent["extra"]["record_id"] == "r1"
+
+
 def test_an_error_score_is_error_feedback_without_a_score(loopback, record, failed) -> None:
     server = loopback(langsmith_api())
     sink_for(server.url).emit(record, [failed])

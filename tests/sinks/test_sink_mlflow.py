@@ -94,6 +94,16 @@ def test_feedback_and_error_land_on_the_trace(record, grounded, failed) -> None:
     }
 
 
+def test_each_assessment_names_the_conversation_in_its_metadata(record, grounded, failed) -> None:
+    record.trace_links = answer_question("Where is the Eiffel Tower?")
+    record.session_id = "chat-42"
+    sink_class("mlflow")().emit(record, [grounded, failed])
+
+    found = assessments(record.trace_links["mlflow"])
+    assert {name: a["metadata"]["session_id"] for name, a in found.items()} == {"facts": "chat-42", "judge": "chat-42"}
+    assert found["facts"]["metadata"]["record_id"] == "r1"
+
+
 def test_a_langchain_chain_under_autolog_is_found_at_root_start_or_end(record, grounded) -> None:
     pytest.importorskip("langchain_core")
     from langchain_core.callbacks import BaseCallbackHandler

@@ -115,6 +115,16 @@ def test_a_missing_sdk_names_the_extra_to_install(monkeypatch) -> None:
         PhoenixSink(base_url="http://127.0.0.1:9")
 
 
+def test_each_annotation_names_the_conversation_in_its_metadata(loopback, record, grounded, failed) -> None:
+    server = loopback(lambda request: ACCEPTED)
+    record.session_id = "chat-42"
+    sink_for(server.url).emit(record, [grounded, failed])
+
+    (request,) = server.requests
+    assert request.json == {"data": [{**FACTS, "metadata": {**FACTS["metadata"], "session_id": "chat-42"}},
+                                      {**JUDGE, "metadata": {**JUDGE["metadata"], "session_id": "chat-42"}}]}
+
+
 # ------------------------------------------------------------------------------ a live Phoenix
 # phoenix_url: the session's `phoenix serve` (tests/conftest.py)
 def export_span(url: str) -> tuple[str, str]:
@@ -137,11 +147,16 @@ def test_annotations_land_on_a_span_exported_to_a_live_phoenix(phoenix_url, reco
     from phoenix.client import Client
 
     record.trace_id, record.span_id = export_span(phoenix_url)
+    record.session_id = "chat-42"
     # emitted at once: Phoenix answers 404 until it has ingested the span, and the sink retries
     sink_for(phoenix_url, backoff_s=0.25, max_attempts=8).emit(record, [grounded, failed])
 
     found = Client(base_url=phoenix_url).spans.get_span_annotations(span_ids=[record.span_id], project_identifier=PROJECT)
     by_name = {a["name"]: {k: a[k] for k in ("span_id", "name", "annotator_kind", "result", "metadata")} for a in found}
     expected_judge = {**JUDGE, "result": {**JUDGE["result"], "score": None}}
-    assert by_name == {"facts": {**FACTS, "span_id": record.span_id}, "judge": {**expected_judge, "span_id": record.span_id}}
+    # Phoenix keeps the conversation where the sink put it
+    conversation = {"session_id": "chat-42"}
+    assert by_name == {
+        "facts": {**FACTS, "span_id": record.span_id, "metadata": {**FACTS["metadata"], **conversation}},
+        "judge": {**expected_judge, "span_id": record.span_id, "metadata": {**JUDGE["metadata"], **conversation}}}
 

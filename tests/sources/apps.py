@@ -38,6 +38,7 @@ class Request:
     trace_id: str = ""
     span_id: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
+    session_id: str | None = None
 
 
 class OtlpJsonLinesExporter(SpanExporter):
@@ -152,8 +153,8 @@ LC_ANSWERS = ("Paris is the capital of France.", "The Eiffel Tower was completed
 
 @dataclass
 class Traffic:
-    """Five requests in this order: LangChain RAG (env=staging, tag nightly), LangChain RAG
-    (env=prod), then after ``middle``: LlamaIndex query (env=staging), a LangChain chain without
+    """Five requests in this order: LangChain RAG (env=staging, tag nightly, session chat-a), LangChain RAG
+    (env=prod), then after ``middle``: LlamaIndex query (env=staging, session chat-b), a LangChain chain without
     retriever, a bare LLM call. ``rag`` holds the three RAG requests in that order."""
 
     rag: list[Request]
@@ -176,20 +177,20 @@ def log_traffic(provider: TracerProvider, memory: InMemorySpanExporter) -> Traff
         time.sleep(0.02)  # marks strictly between the requests' start times
         return datetime.now(timezone.utc)
 
-    def traced(run, metadata: dict[str, str], tags: list[str] = ()) -> Request:
+    def traced(run, metadata: dict[str, str], tags: list[str] = (), session: str | None = None) -> Request:
         before = len(memory.get_finished_spans())
-        with using_attributes(metadata=metadata, tags=list(tags)):
+        with using_attributes(metadata=metadata, tags=list(tags), session_id=session or ""):  # OpenInference's session.id
             request = run()
         request.trace_id, request.span_id = root_ids(memory, before)
-        request.metadata = metadata
+        request.metadata, request.session_id = metadata, session
         return request
 
     with instrumented(provider):
         started = now()
-        rag = [traced(lambda: langchain_rag(LC_QUESTIONS[0], LC_ANSWERS[0]), {"env": "staging"}, ["nightly"]),
+        rag = [traced(lambda: langchain_rag(LC_QUESTIONS[0], LC_ANSWERS[0]), {"env": "staging"}, ["nightly"], "chat-a"),
                traced(lambda: langchain_rag(LC_QUESTIONS[1], LC_ANSWERS[1]), {"env": "prod"})]
         middle = now()
-        rag.append(traced(lambda: llamaindex_query(index, QUESTION), {"env": "staging"}))
+        rag.append(traced(lambda: llamaindex_query(index, QUESTION), {"env": "staging"}, session="chat-b"))
         langchain_without_retriever("What is the capital of France?")
         bare_llm_call("Say hello.")
         ended = now()

@@ -54,6 +54,7 @@ def test_records_are_exactly_what_the_apps_used(logged: Logged, shape: str) -> N
     assert [(r.question, r.contexts, r.answer, r.trace_id, r.span_id) for r in records] == expected
     assert stats == {"traces": 5, "records": 3, "skipped": {"no retrieval": 2}}
     assert [r.id for r in records] == [r.trace_id for r in logged.traffic.rag]
+    assert [r.session_id for r in records] == ["chat-a", None, "chat-b"]  # OpenInference's session.id
     assert [r.metadata["root_span"] for r in records] == ["RunnableSequence", "RunnableSequence",
                                                          "RetrieverQueryEngine.query"]
     assert all(r.metadata[SOURCE_KEY] == f"otel-json:{logged.files[shape]}" and SCORED_KEY not in r.metadata

@@ -70,11 +70,13 @@ def test_records_are_exactly_what_the_apps_used(phoenix_url: str, traffic: Traff
 
     # Phoenix lists the newest first
     assert [r.trace_id for r in records] == [r.trace_id for r in reversed(traffic.rag)]
+    assert [r.session_id for r in records] == ["chat-b", None, "chat-a"]
     got = {r.trace_id: (r.question, r.contexts, r.answer, r.span_id) for r in records}
     assert got == {r.trace_id: (r.question, r.contexts, r.answer, r.span_id) for r in traffic.rag}
     assert stats == {"traces": 5, "records": 3, "skipped": {"no retrieval": 2}}
     for record, request in zip(records, reversed(traffic.rag), strict=True):
         assert record.metadata["env"] == request.metadata["env"]
+        assert record.session_id == request.session_id  # the session.id Phoenix files the trace under
         assert record.metadata[SOURCE_KEY] == f"phoenix:{PROJECT}"
         assert SCORED_KEY not in record.metadata
 

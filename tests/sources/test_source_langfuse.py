@@ -104,6 +104,7 @@ class FakeLangfuse:
                         "output": attributes.get("langfuse.observation.output"),
                         "metadata": {k[len(prefix):]: _parsed(v) for k, v in attributes.items() if k.startswith(prefix)},
                         "tags": attributes.get("langfuse.trace.tags") or [],
+                        "sessionId": attributes.get("session.id"),  # Langfuse's trace-level session attribute
                     })
 
     def _admits(self, observation: dict, condition: dict) -> bool:
@@ -155,7 +156,8 @@ def langfuse_app():
         handler = CallbackHandler(public_key=PUBLIC)
         try:
             used = run_requests([handler], lambda i: {"env": "prod" if i == 1 else "staging",
-                                                      "langfuse_tags": ["nightly"] if i == 2 else []})
+                                                      "langfuse_tags": ["nightly"] if i == 2 else [],
+                                                      **({"langfuse_session_id": "chat-a"} if i < 2 else {})})
             client.flush()
         finally:
             client.shutdown()
@@ -192,6 +194,7 @@ def test_the_source_reconstructs_what_the_app_used(langfuse_app) -> None:
         assert record.metadata["env"] in ("staging", "prod") and record.metadata["is_langchain_root"] is True
         assert SCORED_KEY not in record.metadata
     assert records[2].metadata["tags"] == ["nightly"]
+    assert [r.session_id for r in records] == ["chat-a", "chat-a", None]  # the trace's sessionId
     assert source.stats.as_dict() == {"traces": 5, "records": 3, "skipped": {"no retrieval": 1, "no answer": 1}}
 
     # the exact requests: the keys' project, the roots page by page, each trace's observations and scores
@@ -259,7 +262,8 @@ def test_scores_from_the_sink_land_on_the_trace_and_mark_it_scored(langfuse_app)
             "dataType": "NUMERIC", "comment": "supported", "projectId": PROJECT["id"], "source": "API",
             "environment": "default",
             "metadata": {"label": "grounded", "higher_is_better": True, "hallucinated": False, "threshold": 0.5,
-                         "unsupported_spans": [], "record_id": root["traceId"]},
+                         "unsupported_spans": [], "record_id": root["traceId"],
+                         "session_id": "chat-a"},  # read back from the trace, sent with the score
         }
         # an annotation by a person, and another API client's score, are not groundtrace's
         fake.scores += [{**stored, "id": "s2", "name": "thumbs", "source": "ANNOTATION"},

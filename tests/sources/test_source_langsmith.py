@@ -97,7 +97,8 @@ def langsmith_app(loopback):
     server = loopback(fake.respond)
     client = langsmith.Client(api_url=server.url, api_key=API_KEY, auto_batch_tracing=False)
     tracer = LangChainTracer(project_name="rag-app", client=client)
-    used = run_requests([tracer], lambda i: {"env": "prod" if i == 1 else "staging"})
+    threads = {0: {"thread_id": "thread-1"}, 1: {"conversation_id": 7}}  # LangSmith's thread keys
+    used = run_requests([tracer], lambda i: {"env": "prod" if i == 1 else "staging", **threads.get(i, {})})
     tracer.wait_for_futures()
     roots = [r for r in sorted(fake.runs.values(), key=lambda r: r["start_time"]) if r.get("parent_run_id") is None]
     assert len(roots) == 5 and all(r.get("end_time") for r in fake.runs.values())
@@ -125,6 +126,7 @@ def test_the_source_reconstructs_what_the_app_used(langsmith_app) -> None:
         assert record.trace_id is None and record.span_id is None  # LangSmith's ids are not OpenTelemetry's
         assert record.metadata[SOURCE_KEY] == "langsmith:rag-app" and record.metadata["env"] in ("staging", "prod")
         assert SCORED_KEY not in record.metadata
+    assert [r.session_id for r in records] == ["thread-1", "7", None]
     assert source.stats.as_dict() == {"traces": 5, "records": 3, "skipped": {"no retrieval": 1, "no answer": 1}}
 
     # the exact requests the SDK sent: the project lookup, the roots page by page, then each trace
@@ -191,7 +193,7 @@ def test_feedback_from_the_sink_lands_on_the_root_run_and_marks_it_scored(langsm
         "run_id": root_id, "trace_id": root_id, "session_id": PROJECT_ID, "key": "grounding", "score": 0.9,
         "value": "grounded", "comment": "supported", "feedback_source": {"type": "model", "metadata": {"name": "groundtrace"}},
         "extra": {"higher_is_better": True, "hallucinated": False, "threshold": 0.5, "unsupported_spans": [],
-                  "record_id": root_id},
+                  "record_id": root_id, "session_id": "thread-1"},  # the run's thread, read back
         "extend_trace_retention": True,
     }
     # a person's feedback and another model's on the same run are not groundtrace's

@@ -48,13 +48,16 @@ def store(tmp_path_factory) -> Iterator[dict]:
             chain = rag_chain(answer, retriever=retriever)
             if i < 2:
                 with mlflow.start_span("request") as span:  # an app's own root span, tagged
+                    # MLflow files a trace under a session by its mlflow.trace.session metadata
+                    session = {"mlflow.trace.session": "chat-a"} if i == 0 else {}
                     mlflow.update_current_trace(tags={"env": "staging" if i == 0 else "prod"},
-                                                metadata={"customer": "acme" if i == 0 else "globex"})
+                                                metadata={"customer": "acme" if i == 0 else "globex", **session})
                     output = chain.invoke(question)
                     span.set_inputs(question)
                     span.set_outputs(output)
             else:  # the chain itself is the root: autologging's RunnableSequence span
-                output = chain.invoke(question)
+                # the third names its conversation only in the run's own metadata
+                output = chain.invoke(question, config={"metadata": {"thread_id": "thread-c"}} if i == 2 else None)
             made["runs"].append({"question": question, "documents": documents[i], "answer": output,
                                  "trace": mlflow.get_last_active_trace_id(), "started": started})
             time.sleep(0.01)  # distinct start times
@@ -88,6 +91,7 @@ def test_the_source_reconstructs_what_the_app_used(store) -> None:
         assert record.metadata[SOURCE_KEY] == f"mlflow:{store['experiment_id']}"
         assert SCORED_KEY not in record.metadata
     assert [r.metadata["root_span"] for r in records] == ["request", "request", "RunnableSequence"]
+    assert [r.session_id for r in records] == ["chat-a", None, "thread-c"]
     assert source.stats.as_dict() == {"traces": 5, "records": 3, "skipped": {"no retrieval": 1, "no answer": 1}}
     assert source.sink == "mlflow"
 

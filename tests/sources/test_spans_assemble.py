@@ -11,6 +11,7 @@ import pytest
 
 from groundtrace.sources import SCORED_KEY, SOURCE_KEY, SourceFilter, SourceStats
 from groundtrace.sources.openinference import span_metadata, span_view
+from groundtrace.sources.platforms import metadata_session
 from groundtrace.sources.spans import (
     NO_ANSWER, NO_RETRIEVAL, ONLY_EVALUATIONS, Document, SpanView, answer_of, assemble, documents_of, question_of,
     records_from_traces)
@@ -106,6 +107,7 @@ def test_span_view_reads_openinference_attributes_flat_and_as_phoenix_flattens_t
     view = span_view(TRACE, "00f067aa0ba902b7", None, "retrieve", T0, attributes)
     assert (view.kind, view.documents) == ("RETRIEVER", [Document("first", "d0", 0.9), Document("second")])
     assert view.metadata == {"env": "staging", "team": "search", "tags": ["nightly"], "session.id": "s-1"}
+    assert view.session_id == "s-1"
     assert span_metadata({"metadata": "not json", "tag.tags": []}) == {}
 
 
@@ -115,6 +117,18 @@ def test_span_view_falls_back_to_genai_conventions() -> None:
         "gen_ai.input.messages": '[{"role": "user", "parts": [{"type": "text", "content": "Hi?"}]}]',
         "gen_ai.output.messages": '[{"role": "assistant", "parts": [{"type": "text", "content": "Hello."}]}]'})
     assert (view.kind, question_of(view.input), answer_of(view.output)) == ("LLM", "Hi?", "Hello.")
+
+
+@pytest.mark.parametrize("attributes, session", [
+    ({"session.id": "s-1"}, "s-1"),  # OpenInference
+    ({"gen_ai.conversation.id": "conv-9"}, "conv-9"),  # OpenTelemetry GenAI
+    ({"session.id": "s-1", "gen_ai.conversation.id": "conv-9"}, "s-1"),
+    ({"session.id": 42}, "42"),
+    ({"session.id": ""}, None),
+    ({}, None),
+])
+def test_span_view_reads_the_conversation_of_either_convention(attributes, session) -> None:
+    assert span_view(TRACE, "a" * 16, None, "chat", T0, attributes).session_id == session
 
 
 # ------------------------------------------------------------------------------ assemble
@@ -138,6 +152,27 @@ def test_assemble_builds_the_record_of_the_root() -> None:
         "Where is the Eiffel Tower?", ["The Eiffel Tower is in Paris.", "It opened in 1889."], "In Paris.")
     assert record.metadata == {"env": "staging", SOURCE_KEY: "otel-json:x.json", "root_span": "RunnableSequence",
                                "started": T0.isoformat(), SCORED_KEY: ["lexical"]}
+
+
+@pytest.mark.parametrize("metadata, session", [
+    ({"session_id": "s", "thread_id": "t", "conversation_id": "c"}, "s"),  # LangSmith's order
+    ({"thread_id": "t", "conversation_id": "c"}, "t"),
+    ({"conversation_id": 12}, "12"),
+    ({"session_id": "", "thread_id": "t"}, "t"),
+    ({"env": "prod"}, None),
+    ("not a mapping", None),
+])
+def test_run_metadata_names_the_conversation_by_langsmiths_thread_keys(metadata, session) -> None:
+    assert metadata_session(metadata) == session
+
+
+def test_the_record_takes_the_roots_conversation_else_the_first_span_naming_one() -> None:
+    assert assemble(rag_trace(), "s").session_id is None
+    assert assemble(rag_trace(session_id="chat-1"), "s").session_id == "chat-1"
+    spans = rag_trace()
+    spans[0].session_id, spans[1].session_id = "from-llm", "from-retriever"  # the retriever started first
+    assert assemble(spans, "s").session_id == "from-retriever"
+    assert assemble(rag_trace(session_id="chat-1"), "s", session_id="given").session_id == "given"  # the source knows better
 
 
 def test_the_question_falls_back_to_the_first_retrievers_query() -> None:

@@ -43,6 +43,8 @@ def bench_command(
     actors: ActorsOption = 2,
     batch_size: BatchSizeOption = 64,
     schema: SchemaOption = None,
+    by: Annotated[Optional[list[str]], typer.Option(
+        "--by", help="Also break the figures down by this key of the records (repeatable); 'session' names session_id.")] = None,
 ) -> None:
     """Measure metrics against labels: precision, recall, F1, ROC AUC, balanced accuracy, speed."""
     from groundtrace.bench import run_bench
@@ -55,7 +57,8 @@ def bench_command(
         try:
             results = run_bench(input_path, metrics or ["grounding"], threshold=threshold, threshold_from=threshold_from,
                                 options=parse_options(option), limit=limit, progress=tick,
-                                engine=engine_options(engine, address, actors, batch_size), schema=schema)
+                                engine=engine_options(engine, address, actors, batch_size), schema=schema,
+                                by=by or ())
         except (KeyError, ValueError, FileNotFoundError, ImportError, ConnectionError, RuntimeError) as error:
             console.print(f"[red]error:[/red] {shown(error)}", soft_wrap=True)  # one line, for grep
             raise typer.Exit(2) from None

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from groundtrace.io import read_scored
+from groundtrace.report.conversations import conversations
 from groundtrace.report.labels import gold_of, load_labels
 from groundtrace.report.records import mark_class, record_view, tooltip
 from groundtrace.report.summary import failures, metric_names, slowest, summarize
@@ -52,6 +53,7 @@ def _page(rows: Sequence[ScoredRecord], labelled: Mapping[str, Mapping[str, Any]
         source=source,
         metrics=metrics,
         summaries=summarize(rows, golds),
+        conversations=conversations(rows, metrics),
         records=records,
         flagged=sum(1 for r in records if r.flagged),
         labelled=with_labels,

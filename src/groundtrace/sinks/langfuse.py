@@ -6,6 +6,12 @@ A numeric Score is sent as ``dataType NUMERIC`` with the reason as comment; an e
 ``dataType CATEGORICAL``, value 'error', with the error as comment (never NaN, never a made-up
 number). Label, direction, threshold and the unsupported spans go in the score's metadata.
 
+The conversation of the turn (``record.session_id``) goes in the metadata as ``session_id``, not in the
+score's ``sessionId``: a score names ONE target (a trace, an observation, a session or a dataset run),
+and ``sessionId`` makes it a session-level score, a verdict on the whole conversation. Ours judge one
+turn, so they stay on its trace, which Langfuse already files under its session by the trace's own
+``sessionId`` (set by the traced application).
+
 Why not ``Langfuse().create_score()``: its background consumer only logs a failed delivery, so
 the Monitor could neither count it nor bound it in time, and building a ``Langfuse`` client has
 process-wide side effects (it registers a global OpenTelemetry tracer provider when none is set,
@@ -38,8 +44,9 @@ log = get_logger("groundtrace.sinks.langfuse")
 DEFAULT_HOST = "https://cloud.langfuse.com"
 
 
-def score_fields(score: Score) -> dict[str, Any]:
-    """name, value, data_type, comment and metadata of one score (the SDK's field names)."""
+def score_fields(score: Score, session_id: str | None = None) -> dict[str, Any]:
+    """name, value, data_type, comment and metadata of one score (the SDK's field names);
+    ``session_id``: the conversation of the turn, kept in the metadata."""
     metadata: dict[str, Any] = {
         "label": score_label(score),
         "higher_is_better": score.higher_is_better,
@@ -47,6 +54,7 @@ def score_fields(score: Score) -> dict[str, Any]:
         "threshold": score.threshold,
         "unsupported_spans": spans_summary(score),
         "record_id": score.record_id,
+        "session_id": session_id,
     }
     fields: dict[str, Any] = {"name": score.metric, "metadata": {k: v for k, v in metadata.items() if v is not None}}
     if score.ok:
@@ -138,7 +146,7 @@ class LangfuseSink(Sink):
         target = {"trace_id": record.trace_id, "observation_id": record.span_id, "environment": self.environment}
         batch = [
             self._request_type(id=uuid.uuid4().hex, timestamp=now,
-                               **{k: v for k, v in {**target, **score_fields(score)}.items() if v is not None})
+                               **{k: v for k, v in {**target, **score_fields(score, record.session_id)}.items() if v is not None})
             for score in scores
         ]
         response = self._send(batch, record.trace_id)

@@ -15,7 +15,10 @@ background is drained by ``flush()``.
 LangSmith deprecates run-level feedback without ``session_id`` (the project id) and SmithDB-only
 deployments refuse it, so the project id is looked up once per project name: the adapter's
 ``record.trace_links['langsmith_project']`` when it captured the tracer's project, else the
-configured project.
+configured project. That ``session_id`` is LangSmith's name for a project; the conversation of the
+turn (``record.session_id``) goes in the feedback's ``extra`` as ``session_id``: feedback has no field
+of its own for it, and LangSmith groups a thread by the run's metadata (``session_id``, ``thread_id``
+or ``conversation_id``), which the traced application already set on the run the feedback sits on.
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ log = get_logger("groundtrace.sinks.langsmith")
 PROJECT_LINK = "langsmith_project"
 
 
-def feedback_fields(score: Score) -> dict[str, Any]:
-    """The create_feedback arguments that describe one Score."""
+def feedback_fields(score: Score, session_id: str | None = None) -> dict[str, Any]:
+    """The create_feedback arguments that describe one Score (``session_id``: its conversation)."""
     fields: dict[str, Any] = {
         "key": score.metric,
         "value": score_label(score),
@@ -50,6 +53,8 @@ def feedback_fields(score: Score) -> dict[str, Any]:
         "feedback_source_type": "model",  # an automatic evaluator, not a person or the app
         "source_info": {"name": "groundtrace"},
     }
+    if session_id:
+        fields["extra"]["session_id"] = session_id
     if score.ok:
         fields["score"] = score.value
     else:
@@ -123,7 +128,7 @@ class LangSmithSink(Sink):
                     trace_id=record.run_id,  # the root run is the trace
                     session_id=session_id,
                     stop_after_attempt=self.max_attempts,
-                    **feedback_fields(score),
+                    **feedback_fields(score, record.session_id),
                 )
             except Exception as error:
                 raise RuntimeError(

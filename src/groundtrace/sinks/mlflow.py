@@ -19,7 +19,9 @@ source=CODE/groundtrace, metadata)``, to wherever the application's MLflow write
 holds the trace, so there is deliberately no separate URI here. Traces are exported
 asynchronously, so a trace that is not found yet triggers ``mlflow.flush_trace_async_logging()``
 and a bounded retry with backoff; still missing after that, the sink raises. An error Score
-becomes a Feedback with MLflow's own ``error`` field (no value, never NaN).
+becomes a Feedback with MLflow's own ``error`` field (no value, never NaN). The conversation of the
+turn goes in the metadata as ``session_id``: an assessment has no session field, and MLflow groups
+sessions by the trace's own ``mlflow.trace.session`` metadata, which the traced application sets.
 
 MLflow's HTTP client retries for minutes by its own settings, so each record runs under a
 deadline (``timeout_s``); past it the call is abandoned in a daemon thread and TimeoutError
@@ -56,7 +58,7 @@ def active_mlflow_trace_id() -> str | None:
 
 
 
-def feedback_metadata(score: Score) -> dict[str, str]:
+def feedback_metadata(score: Score, session_id: str | None = None) -> dict[str, str]:
     # MLflow stores assessment metadata as strings
     metadata = {
         "label": score_label(score),
@@ -69,6 +71,8 @@ def feedback_metadata(score: Score) -> dict[str, str]:
         metadata["threshold"] = repr(score.threshold)
     if score.record_id:
         metadata["record_id"] = score.record_id
+    if session_id:
+        metadata["session_id"] = session_id
     return metadata
 
 
@@ -119,14 +123,14 @@ class MLflowSink(Sink):
         if not trace_id:
             log.debug("record %s has no MLflow trace id: no feedback logged", record.id)
             return
-        run_with_deadline(lambda: self._log_all(trace_id, scores), self.timeout_s, f"MLflow feedback on trace {trace_id}")
+        run_with_deadline(lambda: self._log_all(trace_id, scores, record.session_id), self.timeout_s, f"MLflow feedback on trace {trace_id}")
 
-    def _log_all(self, trace_id: str, scores: list[Score]) -> None:
+    def _log_all(self, trace_id: str, scores: list[Score], session_id: str | None) -> None:
         pending = list(scores)
 
         def log_pending() -> None:
             while pending:
-                self._log(trace_id, pending[0])
+                self._log(trace_id, pending[0], session_id)
                 pending.pop(0)
 
         def missing(error: Exception) -> bool:
@@ -144,7 +148,7 @@ class MLflowSink(Sink):
                 ) from error
             raise RuntimeError(f"MLflow feedback on trace {trace_id} failed: {error}") from error
 
-    def _log(self, trace_id: str, score: Score) -> None:
+    def _log(self, trace_id: str, score: Score, session_id: str | None) -> None:
         if score.ok:
             outcome: dict[str, Any] = {"value": score.value, "rationale": score.reason or None}
         else:
@@ -152,4 +156,4 @@ class MLflowSink(Sink):
             outcome = {"error": self._error_type(error_code=ERROR_CODE, error_message=message),
                        "rationale": score.reason or None}
         self._mlflow.log_feedback(trace_id=trace_id, name=score.metric, source=self._source,
-                                  metadata=feedback_metadata(score), **outcome)
+                                  metadata=feedback_metadata(score, session_id), **outcome)

@@ -143,6 +143,9 @@ class OTelSink(Sink):
                 span_attributes["groundtrace.threshold"] = score.threshold
             if score.record_id:
                 span_attributes["groundtrace.record_id"] = score.record_id
+            if record.session_id:
+                # both names viewers group conversations by: GenAI's and OpenInference's (Phoenix)
+                span_attributes["gen_ai.conversation.id"] = span_attributes["session.id"] = record.session_id
             span = tracer.start_span(f"groundtrace.{score.metric}", context=context, kind=SpanKind.INTERNAL,
                                      attributes=span_attributes)
             span.add_event("gen_ai.evaluation.result", attributes=attributes)

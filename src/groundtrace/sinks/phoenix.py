@@ -2,7 +2,9 @@
 
 Each annotation: name = metric, annotator_kind CODE, result = {label, score, explanation};
 direction, verdict, threshold and the unsupported spans go in its metadata. An error Score is
-annotated with label 'error', no score, and the error as explanation. All Scores of a record
+annotated with label 'error', no score, and the error as explanation. The conversation of the turn
+goes in the metadata as ``session_id`` (an annotation has no field for it; Phoenix's sessions come
+from the spans' own ``session.id``, which the traced application sets). All Scores of a record
 travel in one request, made with ``sync=True`` so that Phoenix says whether it found the span.
 
 Phoenix answers 404 until the span has been ingested (the application's exporter sends spans
@@ -46,8 +48,8 @@ def phoenix_client(base_url: str | None = None, api_key: str | None = None, time
     return Client(http_client=http)
 
 
-def span_annotation(span_id: str, score: Score) -> dict[str, Any]:
-    """One score as the phoenix client's SpanAnnotationData."""
+def span_annotation(span_id: str, score: Score, session_id: str | None = None) -> dict[str, Any]:
+    """One score as the phoenix client's SpanAnnotationData (``session_id``: its conversation)."""
     result: dict[str, Any] = {"label": score_label(score)}
     if score.ok:
         result["score"] = score.value
@@ -61,6 +63,7 @@ def span_annotation(span_id: str, score: Score) -> dict[str, Any]:
         "threshold": score.threshold,
         "unsupported_spans": spans_summary(score),
         "record_id": score.record_id,
+        "session_id": session_id,
     }
     return {"span_id": span_id, "name": score.metric, "annotator_kind": "CODE", "result": result,
             "metadata": {key: value for key, value in metadata.items() if value is not None}}
@@ -101,7 +104,7 @@ class PhoenixSink(Sink):
             return
         if not scores:
             return
-        annotations = [span_annotation(record.span_id, score) for score in scores]
+        annotations = [span_annotation(record.span_id, score, record.session_id) for score in scores]
         httpx = self._httpx
 
         def retryable(error: Exception) -> bool:

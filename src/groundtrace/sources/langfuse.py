@@ -6,7 +6,8 @@ read path, cursor-paged, so a large project streams) lists the root observations
 with one ``filter`` holding everything pushed down: ``isRootObservation``, ``startTime`` >= since
 and < until, ``tag=VALUE`` as the trace's tags, ``KEY=VALUE`` as the root's metadata. Then per
 trace: its observations (``traceId=``, paged), and its scores (``GET /api/public/v3/scores``,
-``source=API``). langfuse 3+ SDKs removed the trace listing (``trace.list``); server v3+ serves these.
+``source=API``); each observation's ``sessionId`` (its trace's session) is the record's
+``session_id``. langfuse 3+ SDKs removed the trace listing (``trace.list``); server v3+ serves these.
 
 Observations: ``type`` is the kind (GENERATION as LLM; v3+ types CHAIN, RETRIEVER, AGENT, TOOL,
 EMBEDDING, ... as they are; a plain SPAN as CHAIN); input/output come back as the raw text that
@@ -80,7 +81,8 @@ def observation_view(observation: Any) -> SpanView:
     return SpanView(trace_id=observation.trace_id, span_id=observation.id,
                     parent_id=observation.parent_observation_id or None, kind=kind, name=observation.name or "",
                     start_time=observation.start_time, input=observation.input, output=observation.output,
-                    documents=retrieved(kind, observation.output), metadata=metadata)
+                    documents=retrieved(kind, observation.output), metadata=metadata,
+                    session_id=observation.session_id or None)  # the trace's sessionId ("basic" fields)
 
 
 def is_groundtraces(score: Any) -> bool:

@@ -33,7 +33,7 @@ from groundtrace._extras import missing_extra
 from groundtrace.record import Record
 from groundtrace.sinks.langsmith import PROJECT_LINK, build_client
 from groundtrace.sources import Source, SourceError, SourceFilter
-from groundtrace.sources.platforms import retrieved, scored_views, span_kind, unreachable
+from groundtrace.sources.platforms import metadata_session, retrieved, scored_views, span_kind, unreachable
 from groundtrace.sources.spans import SpanView, as_mapping, records_from_traces
 
 SOURCE_NAME = "groundtrace"  # the sink's source_info name
@@ -66,7 +66,8 @@ def run_view(run: Any) -> SpanView:
     return SpanView(trace_id=str(run.trace_id), span_id=str(run.id),
                     parent_id=str(run.parent_run_id) if run.parent_run_id else None, kind=kind, name=run.name,
                     start_time=run.start_time, input=run.inputs, output=run.outputs,
-                    documents=retrieved(kind, run.outputs), metadata=metadata)
+                    documents=retrieved(kind, run.outputs), metadata=metadata,
+                    session_id=metadata_session(metadata))  # the thread LangSmith files the run under
 
 
 class LangSmithSource(Source):

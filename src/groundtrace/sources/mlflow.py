@@ -31,12 +31,13 @@ from groundtrace._extras import missing_extra
 from groundtrace.record import Record
 from groundtrace.sinks.mlflow import LINK, SOURCE_ID
 from groundtrace.sources import Source, SourceError, SourceFilter
-from groundtrace.sources.platforms import retrieved, scored_views, span_kind, unreachable
+from groundtrace.sources.platforms import metadata_session, retrieved, scored_views, span_kind, unreachable
 from groundtrace.sources.spans import SpanView, decode, records_from_traces
 
 # MLflow's own bookkeeping in trace metadata and tags; the rest is the application's
 _OWN_PREFIX = "mlflow."
-_KEPT_OWN = ("mlflow.trace.user", "mlflow.trace.session")
+SESSION_KEY = "mlflow.trace.session"
+_KEPT_OWN = ("mlflow.trace.user", SESSION_KEY)
 
 
 def _quoted(value: str) -> str:
@@ -91,6 +92,10 @@ def trace_views(trace: Any, match: str = "tags") -> tuple[list[SpanView], str | 
         span_metadata = decode(next(s for s in spans if s.span_id == root.span_id).get_attribute("metadata"))
         root.metadata = {**(span_metadata if isinstance(span_metadata, dict) else {}),
                          **(tags if match == "metadata" else metadata), **(metadata if match == "metadata" else tags)}
+        # MLflow files a trace under a session by mlflow.trace.session (metadata; tags before MLflow 3);
+        # else the session the request's own metadata names
+        session = metadata.get(SESSION_KEY) or tags.get(SESSION_KEY)
+        root.session_id = str(session) if session else metadata_session(root.metadata)
     scored = [a.name for a in info.assessments or []
               if a.source is not None and a.source.source_type == "CODE" and a.source.source_id == SOURCE_ID]
     views += scored_views(info.trace_id, root.span_id if root else None, scored)

@@ -87,9 +87,11 @@ def span_view(trace_id: str, span_id: str, parent_id: str | None, name: str, sta
     inputs = attributes.get("input.value", attributes.get("gen_ai.input.messages", attributes.get("gen_ai.prompt")))
     outputs = attributes.get("output.value", attributes.get("gen_ai.output.messages", attributes.get("gen_ai.completion")))
     evaluation = attributes.get("groundtrace.metric") if kind == "EVALUATOR" else None
+    # the conversation: OpenInference's session.id, else the GenAI conventions' gen_ai.conversation.id
+    session = attributes.get("session.id") or attributes.get("gen_ai.conversation.id")
     return SpanView(trace_id=trace_id, span_id=span_id, parent_id=parent_id, kind=kind, name=name, start_time=start,
                     input=inputs, output=outputs, documents=docs, metadata=span_metadata(attributes),
-                    evaluation=str(evaluation) if evaluation else None)
+                    evaluation=str(evaluation) if evaluation else None, session_id=str(session) if session else None)
 
 
 __all__ = ["openinference_kind", "span_documents", "span_metadata", "span_view"]

@@ -15,6 +15,8 @@ from groundtrace.sources.spans import Document, SpanView, documents_of
 _ALIASES = {"CHAT_MODEL": "LLM", "GENERATION": "LLM", "CHAT": "LLM", "PROMPT": "CHAIN", "PARSER": "CHAIN",
             "WORKFLOW": "CHAIN", "TASK": "CHAIN", "SPAN": "CHAIN", "EMBEDDINGS": "EMBEDDING"}
 _KINDS = {"CHAIN", "RETRIEVER", "RERANKER", "LLM", "AGENT", "TOOL", "EMBEDDING", "EVALUATOR", "GUARDRAIL"}
+# run metadata keys that name the conversation, in the order LangSmith reads them to group a thread
+SESSION_METADATA_KEYS = ("session_id", "thread_id", "conversation_id")
 
 
 def span_kind(raw: Any) -> str:
@@ -43,6 +45,14 @@ def scored_views(trace_id: str, root_id: str | None, metrics: Iterable[str],
             for i, metric in enumerate(sorted(set(metrics)))]
 
 
+def metadata_session(metadata: Any) -> str | None:
+    """The conversation a run's metadata names (LangSmith's thread keys), as text; None without one."""
+    if not isinstance(metadata, dict):
+        return None
+    value = next((metadata[key] for key in SESSION_METADATA_KEYS if metadata.get(key)), None)
+    return None if value is None else str(value)
+
+
 def unreachable(platform: str, url: str | None, error: BaseException, fix: str) -> SourceError:
     """The error for a platform that did not answer: where we looked, what failed (first line
     only: SDK messages may carry credentials further down), and what to do."""
@@ -51,4 +61,4 @@ def unreachable(platform: str, url: str | None, error: BaseException, fix: str) 
                        f"({type(error).__name__}{': ' + first[:300] if first else ''}); {fix}")
 
 
-__all__ = ["retrieved", "scored_views", "span_kind", "unreachable"]
+__all__ = ["SESSION_METADATA_KEYS", "metadata_session", "retrieved", "scored_views", "span_kind", "unreachable"]

@@ -59,7 +59,8 @@ class SpanView:
     ``kind`` is an OpenInference span kind in capitals (CHAIN, RETRIEVER, RERANKER, LLM, AGENT,
     TOOL, EMBEDDING, EVALUATOR, UNKNOWN); ``input``/``output`` are the raw values (strings,
     JSON text or decoded JSON); ``evaluation`` names the groundtrace metric of an EVALUATOR span
-    that groundtrace wrote (so a backfill knows the trace is already scored)."""
+    that groundtrace wrote (so a backfill knows the trace is already scored); ``session_id`` the
+    conversation the platform filed the span or its trace under."""
 
     trace_id: str
     span_id: str
@@ -72,6 +73,7 @@ class SpanView:
     documents: list[Document] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)
     evaluation: str | None = None
+    session_id: str | None = None
 
 
 # ------------------------------------------------------------------------------ reading values
@@ -241,6 +243,14 @@ def _root(spans: Sequence[SpanView]) -> SpanView | None:
     return min(roots, key=_start) if roots else None
 
 
+def session_of(spans: Sequence[SpanView], root: SpanView) -> str | None:
+    """The trace's conversation: the root's, else the first span's that names one (OpenInference sets
+    session.id on every span under a session, GenAI's gen_ai.conversation.id may sit on the model call only)."""
+    if root.session_id:
+        return root.session_id
+    return next((s.session_id for s in sorted(spans, key=_start) if s.session_id), None)
+
+
 def contexts_of(spans: Sequence[SpanView]) -> list[str]:
     """The texts the answer was written from: the documents of the trace's retrievers in start order,
     or of its last reranker when one ran, each text once."""
@@ -279,7 +289,8 @@ def _assemble(spans: Sequence[SpanView], root: SpanView | None, source: str, ids
     if scored:
         metadata[SCORED_KEY] = scored
     fields: dict[str, Any] = {"id": root.trace_id, "trace_id": root.trace_id, "span_id": root.span_id,
-                              "question": question, "contexts": contexts, "answer": answer, "metadata": metadata}
+                              "question": question, "contexts": contexts, "answer": answer, "metadata": metadata,
+                              "session_id": session_of(spans, root)}
     fields.update(ids)
     return Record.model_validate(fields)
 
@@ -319,4 +330,4 @@ def group_by_trace(spans: Iterable[SpanView]) -> dict[str, list[SpanView]]:
 
 __all__ = ["ANSWER_KEYS", "Document", "NO_ANSWER", "NO_RETRIEVAL", "ONLY_EVALUATIONS", "QUESTION_KEYS", "SpanView",
            "answer_of", "as_mapping", "assemble", "contexts_of", "decode", "documents_of", "group_by_trace", "question_of",
-           "records_from_traces", "text_of", "trace_start"]
+           "records_from_traces", "session_of", "text_of", "trace_start"]
