@@ -13,6 +13,9 @@ makes at most one Record:
   node or tool output) seen in the turn whose text reached that call's input. Passages retrieved
   and then dropped (compression, rerank, postprocessors, a rejected retrieval) are not contexts;
   they are kept beside the Record as ``metadata["unused_contexts"]`` (names and ids, no text).
+- a tool call that **failed** (the framework says so: an error event, an error status, ``is_error``) is
+  never a context: its text is an error message (``Passage.error``; ``"reason": "tool error"`` in
+  ``unused_contexts``; ``Selection.tool_errors()`` for ``metadata["tool_errors"]``).
 
 **A passage written by a model call of the same turn stands for what that call read.** A
 sub-agent's reply handed to a supervisor, a query engine tool's answer, any tool whose output is a
