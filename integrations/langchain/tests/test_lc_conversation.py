@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from groundtrace.earlier_turns import EarlierCalls
 from groundtrace.monitor import Monitor
 from langchain.agents import create_agent
 from langchain.agents.middleware import ClearToolUsesEdit, ContextEditingMiddleware
@@ -22,6 +23,7 @@ from langchain_core.runnables import RunnableLambda, RunnablePassthrough
 from langgraph.checkpoint.memory import InMemorySaver
 
 from groundtrace_langchain import GroundtraceCallbackHandler
+from groundtrace_langchain.collector import COLLECTOR
 from lc_agents import DOC, ScriptedChatModel, call, museum_retriever, origin, retriever_tool, tool_origin, user
 from lc_app import PROMPT, CollectingSink, format_documents
 
@@ -66,10 +68,10 @@ def test_turn_2_answered_from_the_thread_reads_turn_1s_tool_output(handler, moni
     assert turn_2.queries is None
     # turn 1's search result is in the thread's messages, so the final call of turn 2 read it
     assert turn_2.contexts == [DOC["tickets"].page_content]
-    # item 4 of issue 30: the entry says the context is an earlier turn's tool output, read again
+    # item 4 of issue 30: the entry names the earlier turn whose tool output this turn read again
     assert turn_2.metadata["documents"] == [{**tool_origin("search_museum", search.tool_calls[0]["id"]),
-                                             "earlier_turn": True}]
-    assert "earlier_turn" not in turn_1.metadata["documents"][0]
+                                             "turn": turn_1.run_id}]
+    assert turn_1.metadata["documents"] == [origin(DOC["tickets"], "search_museum")]  # its own retrieval
     assert turn_1.run_id != turn_2.run_id
     assert turn_1.session_id == turn_2.session_id == "visitor-1"  # LangGraph's thread_id
 
@@ -96,13 +98,49 @@ def test_turn_2_that_searches_again_reads_both_turns_results_in_thread_order(han
     search_2 = call("search_museum", query="students price")
     agent, _ = thread_agent([search_1, AIMessage(ANSWER_1), search_2, AIMessage(ANSWER_2)])
 
-    _, turn_2 = two_turns(agent, handler, monitor, sink)
+    turn_1, turn_2 = two_turns(agent, handler, monitor, sink)
 
     assert turn_2.contexts == [DOC["tickets"].page_content, DOC["students"].page_content]
     assert turn_2.metadata["documents"] == [{**tool_origin("search_museum", search_1.tool_calls[0]["id"]),
-                                             "earlier_turn": True},
+                                             "turn": turn_1.run_id},
                                             origin(DOC["students"], "search_museum")]
     assert turn_2.queries == ["students price"]
+
+
+def test_an_earlier_turn_this_process_does_not_remember_is_only_said_to_be_earlier(handler, monitor, sink,
+                                                                                   monkeypatch):
+    search = call("search_museum", query="adult ticket price online")
+    agent, _ = thread_agent([search, AIMessage(ANSWER_1), AIMessage(ANSWER_2)])
+    config = {"callbacks": [handler], "configurable": {"thread_id": "visitor-1"}}
+    agent.invoke(user(TURN_1), config=config)
+    only_record(monitor, sink)
+    sink.emitted.clear()
+    # the thread's turn 1 ran in another process (or was forgotten since): its tool calls are not known here
+    monkeypatch.setattr(COLLECTOR, "earlier", EarlierCalls())
+
+    agent.invoke(user(TURN_2), config=config)
+
+    turn_2 = only_record(monitor, sink)
+    assert turn_2.contexts == [DOC["tickets"].page_content]
+    assert turn_2.metadata["documents"] == [{**tool_origin("search_museum", search.tool_calls[0]["id"]),
+                                             "earlier_turn": True}]
+
+
+def test_an_earlier_call_id_remembered_with_another_output_names_no_turn(handler, monitor, sink):
+    search = call("search_museum", query="adult ticket price online")
+    agent, _ = thread_agent([search, AIMessage(ANSWER_1), AIMessage(ANSWER_2)])
+    config = {"callbacks": [handler], "configurable": {"thread_id": "visitor-1"}}
+    agent.invoke(user(TURN_1), config=config)
+    only_record(monitor, sink)
+    sink.emitted.clear()
+    # another conversation's call under the same id (a provider's reused id), whose output was another text
+    COLLECTOR.remember_calls([(search.tool_calls[0]["id"], "Closed on Mondays.", False)], "another-turn")
+
+    agent.invoke(user(TURN_2), config=config)
+
+    turn_2 = only_record(monitor, sink)
+    assert turn_2.metadata["documents"] == [{**tool_origin("search_museum", search.tool_calls[0]["id"]),
+                                             "earlier_turn": True}]
 
 
 # ------------------------------------------------------------------------ a history-aware chain

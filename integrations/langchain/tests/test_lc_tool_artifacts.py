@@ -74,7 +74,8 @@ def test_an_artifact_document_from_an_earlier_turn_says_so(handler, monitor, sin
     turn_1, turn_2 = sink.records
     assert turn_1.metadata["documents"] == [origin(DOC[d.id], "retrieve_context") for d in found]
     assert turn_2.contexts == [d.page_content for d in found]  # the thread carried turn 1's artifact
-    assert turn_2.metadata["documents"] == [{**origin(DOC[d.id], "retrieve_context"), "earlier_turn": True}
+    # each Document names the turn whose tool call returned it
+    assert turn_2.metadata["documents"] == [{**origin(DOC[d.id], "retrieve_context"), "turn": turn_1.run_id}
                                             for d in found]
     assert turn_2.session_id == "visitor-3"
 

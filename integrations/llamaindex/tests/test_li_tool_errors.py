@@ -205,15 +205,3 @@ def test_a_tool_that_returns_text_keeps_its_text(index, instrumented, sink):
     [origin] = record.metadata["nodes"]
     assert origin["tool"] == "fee_text" and origin["id"].startswith("FunctionTool.acall-")
 
-
-def test_earlier_calls_are_found_by_id_and_text_and_bounded():
-    from groundtrace_llamaindex.earlier import EarlierCall, EarlierCalls
-
-    calls = EarlierCalls(limit=2)
-    calls.remember("call-0", OUTAGE, "turn-1", error=True)
-    assert calls.find("call-0", OUTAGE) == EarlierCall("turn-1", True)
-    assert calls.find("call-0", "another conversation's output under the same id") is None
-    assert calls.find(None, OUTAGE) is None
-    calls.remember("call-1", "a", "turn-2", error=False)
-    calls.remember("call-2", "b", "turn-3", error=False)
-    assert (len(calls), calls.find("call-0", OUTAGE), calls.find("call-2", "b")) == (2, None, EarlierCall("turn-3", False))

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
+from groundtrace.earlier_turns import EarlierCalls
 from groundtrace.redaction import get_logger
 from groundtrace.turn import ModelCall, Turn
 from groundtrace.turn_stats import CaptureCounter, CaptureStats
@@ -105,6 +106,8 @@ class Collector:
         self.roots: dict[Key, RootRun] = {}
         self._owners: dict[Key, RootRun] = {}  # every tracked run, root or descendant -> its root
         self.counts = CaptureCounter("LangChain")  # where every root went: see stats()
+        # the tool calls of ended roots: a later turn of a thread reads them again (handlers come and go)
+        self.earlier = EarlierCalls()
 
     def add_root(self, scope: int, root: RootRun) -> list[RootRun]:
         """Track a new root; returns the roots evicted to make room (their spans need ending)."""
@@ -186,6 +189,13 @@ class Collector:
             oldest = root.sources.pop(0)
             root.retrievals.pop(oldest.run, None)
             root.tools.pop(oldest.run, None)
+
+    def remember_calls(self, calls: list[tuple[str, str, bool]], turn: str) -> None:
+        """An ended root's tool calls, as (tool_call_id, output text, failed), made by the turn
+        whose Record id is ``turn``: two roots may end at once on two threads."""
+        with self._lock:
+            for call_id, text, error in calls:
+                self.earlier.remember(call_id, text, turn, error)
 
     def root_of(self, scope: int, run_id: UUID | None) -> RootRun | None:
         if run_id is None:

@@ -3,8 +3,9 @@
 reached the model call that wrote it, or a call whose reply it read (a sub-agent's answer handed to
 a supervisor, a tool that runs a model: the kit's rule). What is LangChain's own here: where a reply
 may be handed over (AI and tool messages, never a handoff's acknowledgement), the tool calls a tool
-ran inside, and tool results from earlier turns of a thread. Everything here runs once per root:
-:func:`read_end` on the application's thread when the root ends, :meth:`TurnEnd.finish` (most of the
+ran inside, and tool results from earlier turns of a thread (named by the turn that ran them, when
+this process remembers it: :func:`remember_tool_calls`). Everything here runs once per root:
+:func:`remember_tool_calls` and :func:`read_end` on the application's thread when the root ends, :meth:`TurnEnd.finish` (most of the
 work) later, in the Monitor's worker, and only for a Record the Monitor keeps."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from groundtrace.turn import DOCUMENT, TOOL, ModelCall, Passage, Selection, Tool
 from langchain_core.documents import Document
 from langchain_core.messages import ToolMessage
 
-from groundtrace_langchain.collector import Retrieval, RootRun, ToolRun, report_failure
+from groundtrace_langchain.collector import COLLECTOR, Retrieval, RootRun, ToolRun, report_failure
 from groundtrace_langchain.extract import (
     answer_from_output,
     artifact_documents,
@@ -100,11 +101,13 @@ def _tool_passage(name: str | None, text: str, key: str | None, within: str | No
 
 
 def _tool_passages(name: str | None, output: Any, key: str | None, within: str | None = None,
-                   earlier: bool = False) -> list[Passage]:
+                   earlier: bool = False, text: str | None = None) -> list[Passage]:
     """A tool's output (a ToolMessage, or what the tool returned) as passages: its text, then, for a
     ``content_and_artifact`` tool whose artifact is Documents, each Document, which stand for the text
-    (their ids and metadata kept) wherever they reached the model. ``earlier``: an earlier turn's output."""
-    text = tool_output_text(output)
+    (their ids and metadata kept) wherever they reached the model. ``earlier``: an earlier turn's
+    output (the caller names the turn, when it is remembered); ``text``: the output's, if read already."""
+    if text is None:
+        text = tool_output_text(output)
     if not text or not text.strip():
         return []
     if is_error(output):
@@ -120,6 +123,19 @@ def _tool_passages(name: str | None, output: Any, key: str | None, within: str |
     return found
 
 
+def remember_tool_calls(root: RootRun) -> None:
+    """At a root's end, on the application's thread (only for a root that ran tools): its tool
+    calls' outputs, by tool_call_id, for the later turns of its thread that read them again."""
+    calls = []
+    for tool in list(root.tools.values()):
+        if tool.call_id and tool.ended:
+            text = tool_output_text(tool.output)
+            if text:
+                calls.append((tool.call_id, text, tool.failed is not None or is_error(tool.output)))
+    if calls:
+        COLLECTOR.remember_calls(calls, str(root.run_id))
+
+
 def _origin(passage: Passage) -> dict[str, Any]:
     """Where a context came from, for metadata["documents"]: a document's id, source and scalar
     metadata (and the tool it was retrieved inside), or a tool call's id and tool name."""
@@ -130,7 +146,11 @@ def _origin(passage: Passage) -> dict[str, Any]:
         found = document_summary(document)
     if passage.metadata.get("tool") is not None:
         found["tool"] = passage.metadata["tool"]
-    if passage.metadata.get("earlier_turn"):  # a tool output of an earlier turn of the thread, read again
+    # a tool output of an earlier turn of the thread, read again: the turn's Record id, where this
+    # process remembers it (else, another process's turn or one forgotten since, only that it was earlier)
+    if "turn" in passage.metadata:
+        found["turn"] = passage.metadata["turn"]
+    elif passage.metadata.get("earlier_turn"):
         found["earlier_turn"] = True
     return found
 
@@ -206,6 +226,7 @@ def _history(messages: list[ToolMessage], root: RootRun) -> list[Passage]:
     tool node or middleware of this turn put there for a call that ran no tool (a call it refused)."""
     own = {tool.call_id for tool in root.tools.values() if (tool.ended or tool.failed) and tool.call_id}
     asked = {key for call in root.turn.calls for key in requested_tool_calls(call.output)}
+    this_turn = str(root.run_id)
     passages = []
     for message in messages:
         if message.tool_call_id in own:
@@ -216,7 +237,14 @@ def _history(messages: list[ToolMessage], root: RootRun) -> list[Passage]:
             if message.tool_call_id in asked:
                 passages.extend(_tool_passages(message.name, message, message.tool_call_id))
             continue
-        passages.extend(_tool_passages(message.name, message, message.tool_call_id, earlier=True))
+        text = tool_output_text(message)
+        found = _tool_passages(message.name, message, message.tool_call_id, earlier=True, text=text)
+        # the turn that ran it, if this process remembers it (not this turn: its runs are its own)
+        before = COLLECTOR.earlier.find(message.tool_call_id, text) if found and text is not None else None
+        if before is not None and before.turn != this_turn:
+            for passage in found:
+                passage.metadata["turn"] = before.turn
+        passages.extend(found)
     return passages
 
 

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 from groundtrace.turn import DOCUMENT, TOOL, Passage, ToolFilter, Turn, appears_in, normalize, select_contexts
 from llama_index.core.schema import NodeWithScore
 
-from groundtrace_llamaindex.earlier import EarlierCalls
+from groundtrace.earlier_turns import EarlierCalls
 from groundtrace_llamaindex.extract import (
     llm_output_text,
     model_input_text,

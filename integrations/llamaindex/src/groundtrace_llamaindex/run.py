@@ -18,7 +18,7 @@ from llama_index.core.schema import NodeWithScore
 from workflows import Workflow
 
 from groundtrace_llamaindex.contexts import NODES, TOOL_OUTPUT, choose_contexts, tool_output_text
-from groundtrace_llamaindex.earlier import EarlierCalls
+from groundtrace.earlier_turns import EarlierCalls
 from groundtrace_llamaindex.exclusion import is_excluded
 from groundtrace_llamaindex.extract import (
     input_text,

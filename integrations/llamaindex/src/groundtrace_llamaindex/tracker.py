@@ -48,7 +48,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.tools.types import BaseTool, ToolOutput
 from workflows import Workflow
 
-from groundtrace_llamaindex.earlier import EarlierCalls
+from groundtrace.earlier_turns import EarlierCalls
 from groundtrace_llamaindex.extract import answer_text, final_result, llm_output_text, query_text
 from groundtrace_llamaindex.run import (
     EVERY_TOOL,

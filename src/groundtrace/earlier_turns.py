@@ -1,9 +1,12 @@
 """The tool calls of turns that have ended, by tool call id: which turn made each and whether it failed.
 
-An agent's memory hands a later turn's model the tool messages of earlier turns, with nothing on
-them that says a call failed (LlamaIndex keeps only the text and the call id). The turn that ran
-the call was told (``ToolOutput.is_error``); it leaves that here, so that a later turn that reads
-the message sets an error aside, and names the turn an output it keeps as a context came from.
+Part of the capture kit's definition of a turn (groundtrace.turn), honoured by every integration:
+an agent's memory (a LlamaIndex Memory, a LangGraph checkpointed thread) hands a later turn's model
+the tool messages of earlier turns. The turn that ran a call leaves it here at its end, so that a
+later turn that keeps such a message's text as a context names the turn it came from (its
+``metadata["documents"]``/``["nodes"]`` entry's ``"turn"``: that turn's Record id), and sets an
+error aside where the message itself does not say the call failed (LlamaIndex keeps only the text
+and the call id; the turn that ran it was told, by ``ToolOutput.is_error``).
 """
 
 from __future__ import annotations
@@ -16,13 +19,13 @@ MAX_CALLS = 4096
 
 @dataclass(frozen=True, slots=True)
 class EarlierCall:
-    turn: str  # the id of the turn's Record (its root span's id)
+    turn: str  # the id of the turn's Record (LlamaIndex: its root span's id; LangChain: its root run's id)
     error: bool
 
 
 class EarlierCalls:
-    """Written on the application's thread at a turn's end (under the tracker's lock), read by the
-    Monitor's worker: a dict's get and set are atomic, so reads take no lock."""
+    """Written on the application's thread at a turn's end (under the integration's lock: two turns
+    may end at once), read by the Monitor's worker: a dict's get and set are atomic, so reads take no lock."""
 
     def __init__(self, limit: int = MAX_CALLS) -> None:
         self._limit = limit
