@@ -15,8 +15,9 @@ import groundtrace_llamaindex
 
 
 @pytest.fixture
-def environment(monkeypatch):
+def environment(monkeypatch, tmp_path):
     """GROUNDTRACE_* for a cheap shared Monitor; the shared Monitor is forgotten before and after."""
+    monkeypatch.chdir(tmp_path)  # no sink configured: the default store is opened here, not in the checkout
     monkeypatch.setenv("GROUNDTRACE_METRICS", "lexical")
     monkeypatch.setenv("GROUNDTRACE_SAMPLE_RATE", "0.5")
     monkeypatch.delenv("GROUNDTRACE_SINKS", raising=False)
