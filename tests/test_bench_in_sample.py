@@ -13,7 +13,7 @@ from groundtrace import metrics as registry
 from groundtrace.cli import app
 from groundtrace.metrics.lexical import LexicalMetric
 from groundtrace.provenance import records_sha256, trained_on
-from tests.conftest import DATA
+from tests.conftest import shared_data
 
 runner = CliRunner()
 ROWS = [{"id": "a", "question": "What may students do?", "contexts": ["Students borrow books."],
@@ -82,13 +82,11 @@ def test_a_broken_trained_on_is_logged_and_declares_nothing(caplog):
     assert trained_on(object()) == [] and trained_on(LexicalMetric()) == []
 
 
-def test_the_shipped_detector_declares_ragtruth_qa_dev_by_its_real_hash(data=DATA):
+def test_the_shipped_detector_declares_ragtruth_qa_dev_by_its_real_hash():
     from groundtrace.io import read_layout
     from groundtrace.metrics import get_metric
 
-    path = data / "ragtruth_qa_dev.jsonl"
-    if not path.exists():
-        pytest.skip(f"{path} is absent: the real hash is computed from ../shared/data")
+    path = shared_data("ragtruth_qa_dev.jsonl")  # the real hash is computed from ../shared/data
     files = {file["name"]: file for file in trained_on(get_metric("grounding"))}
     assert files["ragtruth_qa_dev.jsonl"]["sha256"] == records_sha256(read_layout(path, None).rows)
     assert {"halueval_qa_train.jsonl", "uhgeval_zh_train.jsonl", "paraphrase_train_en.jsonl"} <= set(files)
