@@ -107,14 +107,21 @@ def test_turn_2_that_searches_again_reads_both_turns_results_in_thread_order(han
     assert turn_2.queries == ["students price"]
 
 
-def test_an_earlier_turn_this_process_does_not_remember_is_only_said_to_be_earlier(handler, monitor, sink,
-                                                                                   monkeypatch):
+def after_turn_1(handler, monitor, sink):
+    """Turn 1 of thread visitor-1 has run (the museum search) and its record is taken: (its tool call, the agent,
+    the thread's config) for turn 2."""
     search = call("search_museum", query="adult ticket price online")
     agent, _ = thread_agent([search, AIMessage(ANSWER_1), AIMessage(ANSWER_2)])
     config = {"callbacks": [handler], "configurable": {"thread_id": "visitor-1"}}
     agent.invoke(user(TURN_1), config=config)
     only_record(monitor, sink)
     sink.emitted.clear()
+    return search, agent, config
+
+
+def test_an_earlier_turn_this_process_does_not_remember_is_only_said_to_be_earlier(handler, monitor, sink,
+                                                                                   monkeypatch):
+    search, agent, config = after_turn_1(handler, monitor, sink)
     # the thread's turn 1 ran in another process (or was forgotten since): its tool calls are not known here
     monkeypatch.setattr(COLLECTOR, "earlier", EarlierCalls())
 
@@ -127,12 +134,7 @@ def test_an_earlier_turn_this_process_does_not_remember_is_only_said_to_be_earli
 
 
 def test_an_earlier_call_id_remembered_with_another_output_names_no_turn(handler, monitor, sink):
-    search = call("search_museum", query="adult ticket price online")
-    agent, _ = thread_agent([search, AIMessage(ANSWER_1), AIMessage(ANSWER_2)])
-    config = {"callbacks": [handler], "configurable": {"thread_id": "visitor-1"}}
-    agent.invoke(user(TURN_1), config=config)
-    only_record(monitor, sink)
-    sink.emitted.clear()
+    search, agent, config = after_turn_1(handler, monitor, sink)
     # another conversation's call under the same id (a provider's reused id), whose output was another text
     COLLECTOR.remember_calls([(search.tool_calls[0]["id"], "Closed on Mondays.", False)], "another-turn")
 

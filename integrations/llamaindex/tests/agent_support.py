@@ -8,6 +8,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any
+import pytest
 
 from li_support import DOCUMENTS, TOP_K
 from llama_index.core import VectorStoreIndex
@@ -130,3 +131,12 @@ def searching_agent(index, *replies: str, streaming: bool = False) -> FunctionAg
     """A FunctionAgent whose model searches the documents once (search_docs), then replies."""
     return FunctionAgent(tools=[search_tool(index)], streaming=streaming,
                          llm=ScriptedAgentLLM([Call("search_docs", {"query": SEARCH}), *(replies or [HALLUCINATED])]))
+
+
+# the two documents the search tool returns, as metadata["nodes"] lists them
+NODES_IN_TOOL = [
+    {"id": "dorm-en#0", "score": pytest.approx(1.0), "metadata": {"lang": "en", "source": "spbu.ru/en/dorm"},
+     "tool": "search_docs"},
+    {"id": "dorm-ru#0", "score": pytest.approx(1.0), "metadata": {"lang": "ru", "source": "spbu.ru/dorm"},
+     "tool": "search_docs"},
+]

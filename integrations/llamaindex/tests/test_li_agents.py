@@ -9,7 +9,7 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from agent_support import HALLUCINATED, USER_MSG, Call, ScriptedAgentLLM, clock_tool, search_tool, searching_agent
+from agent_support import Call, HALLUCINATED, NODES_IN_TOOL, ScriptedAgentLLM, USER_MSG, clock_tool, search_tool, searching_agent
 from groundtrace.metrics import get_metric
 from groundtrace.monitor import Monitor
 from li_support import CONTEXTS, TOP_K, ScriptedLLM, assert_nothing_left
@@ -21,12 +21,6 @@ import groundtrace_llamaindex
 
 # what the query engine inside the tool answers (grounded): the agent's final answer is not it
 ENGINE_ANSWER = "According to SPbU, the dormitory fee is 1,879 rubles per month."
-NODES_IN_TOOL = [
-    {"id": "dorm-en#0", "score": pytest.approx(1.0), "metadata": {"lang": "en", "source": "spbu.ru/en/dorm"},
-     "tool": "search_docs"},
-    {"id": "dorm-ru#0", "score": pytest.approx(1.0), "metadata": {"lang": "ru", "source": "spbu.ru/dorm"},
-     "tool": "search_docs"},
-]
 
 
 def assert_searched_once(monitor, sink, root: str) -> None:

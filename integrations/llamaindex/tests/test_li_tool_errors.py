@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from agent_support import HALLUCINATED, USER_MSG, Call, ScriptedAgentLLM, search_tool
+from agent_support import Call, HALLUCINATED, NODES_IN_TOOL, ScriptedAgentLLM, USER_MSG, search_tool
 from li_support import CONTEXTS, assert_nothing_left
 from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent, ReActAgent
 from llama_index.core.memory import ChatMemoryBuffer
@@ -18,12 +18,6 @@ from llama_index.core.tools import FunctionTool, ToolOutput
 
 OUTAGE = "Ticket office API unavailable (HTTP 503)"
 SORRY = "The ticket office is down, but the dormitory costs 2,500 rubles a month."
-NODES_IN_TOOL = [
-    {"id": "dorm-en#0", "score": pytest.approx(1.0), "metadata": {"lang": "en", "source": "spbu.ru/en/dorm"},
-     "tool": "search_docs"},
-    {"id": "dorm-ru#0", "score": pytest.approx(1.0), "metadata": {"lang": "ru", "source": "spbu.ru/dorm"},
-     "tool": "search_docs"},
-]
 
 
 def tickets_tool() -> FunctionTool:
