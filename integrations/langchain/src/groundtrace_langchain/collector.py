@@ -25,6 +25,8 @@ from groundtrace.turn import ModelCall, Turn
 from groundtrace.turn_stats import CaptureCounter, CaptureStats
 from langchain_core.documents import Document
 
+from groundtrace_langchain.extract import tool_output_text
+
 Key = tuple[int, int]
 
 # A root that never ends (a stream dropped without closing it) must not hold memory forever: past
@@ -91,10 +93,11 @@ class RootRun:
     within: dict[int, tuple[int | None, bool]] = field(default_factory=dict)
     members: list[int] = field(default_factory=list)  # run_id.int of every tracked descendant
     closed: bool = False  # ended or evicted: its runs are being forgotten
-    # the conversation: the framework's own id (LangGraph's thread_id, RunnableWithMessageHistory's session_id)
-    session_id: str | None = None
-    given_session: str | None = None  # groundtrace.session(...), else the run metadata's session_id
-    config_unread: bool = False  # the root's config (RunnableWithMessageHistory's session) is read at its first child
+    # the conversation (records.session_of): RunnableWithMessageHistory's session_id, read from the
+    # config of the root's first child, and groundtrace.session(...) when the root started
+    history_session: str | None = None
+    given_session: str | None = None
+    config_unread: bool = True
 
 
 class Collector:
@@ -190,12 +193,12 @@ class Collector:
             root.retrievals.pop(oldest.run, None)
             root.tools.pop(oldest.run, None)
 
-    def remember_calls(self, calls: list[tuple[str, str, bool]], turn: str) -> None:
-        """An ended root's tool calls, as (tool_call_id, output text, failed), made by the turn
-        whose Record id is ``turn``: two roots may end at once on two threads."""
+    def remember_calls(self, calls: list[tuple[str, Any, bool]], turn: str) -> None:
+        """An ended root's tool calls, as (tool_call_id, output, failed), made by the turn whose
+        Record id is ``turn``: two roots may end at once on two threads."""
         with self._lock:
-            for call_id, text, error in calls:
-                self.earlier.remember(call_id, text, turn, error)
+            for call_id, output, error in calls:
+                self.earlier.remember(call_id, output, turn, error, tool_output_text)
 
     def root_of(self, scope: int, run_id: UUID | None) -> RootRun | None:
         if run_id is None:

@@ -127,7 +127,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
                 self._start_root(run_id, inputs, tags, metadata, kwargs.get("name"))
             elif root.config_unread:  # the root's first child runs under the root's config: read it once
                 root.config_unread = False
-                root.session_id = history_session(var_child_runnable_config.get())
+                root.history_session = history_session(var_child_runnable_config.get())
         except Exception:
             report_failure("on_chain_start")
 
@@ -247,15 +247,12 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
                     name: str | None) -> None:
         excluded = bool(metadata) and Monitor.excludes(metadata)  # an excluded run starts no span, reads no links
         ids, span = (None, None) if excluded else _request_ids(run_id, name)
-        thread = metadata.get("thread_id") if metadata else None  # LangGraph puts its configurable thread_id there
-        given = current_session()
-        if given is None and metadata and metadata.get("session_id") is not None:
-            given = str(metadata["session_id"])
+        # the conversation: only groundtrace.session() must be read now (a context variable); the
+        # run metadata's thread_id and session_id are read from the root's copy, off this thread
         root = RootRun(
             run_id=run_id, name=name, inputs=inputs, tags=list(tags) if tags else [],
             metadata=dict(metadata) if metadata else {}, excluded=excluded, otel_ids=ids, request_span=span,
-            links={} if excluded else current_links(), session_id=None if thread is None else str(thread),
-            given_session=given, config_unread=thread is None,
+            links={} if excluded else current_links(), given_session=current_session(),
         )
         for evicted in COLLECTOR.add_root(self._scope, root):
             end_request_span(evicted.request_span)

@@ -123,15 +123,23 @@ def _tool_passages(name: str | None, output: Any, key: str | None, within: str |
     return found
 
 
+def session_of(root: RootRun) -> str | None:
+    """The conversation of a root: the framework's own id (LangGraph's thread_id, which reaches the run's
+    metadata; RunnableWithMessageHistory's session_id), else the application's (groundtrace.session(),
+    else a session_id in the run's metadata)."""
+    for session in (root.metadata.get("thread_id"), root.history_session, root.given_session,
+                    root.metadata.get("session_id")):
+        if session is not None:
+            return str(session)
+    return None
+
+
 def remember_tool_calls(root: RootRun) -> None:
     """At a root's end, on the application's thread (only for a root that ran tools): its tool
-    calls' outputs, by tool_call_id, for the later turns of its thread that read them again."""
-    calls = []
-    for tool in list(root.tools.values()):
-        if tool.call_id and tool.ended:
-            text = tool_output_text(tool.output)
-            if text:
-                calls.append((tool.call_id, text, tool.failed is not None or is_error(tool.output)))
+    calls' outputs, by tool_call_id, for the later turns of its thread that read them again (their
+    text is rendered only when such a turn looks one up, off this thread)."""
+    calls = [(tool.call_id, tool.output, tool.failed is not None or is_error(tool.output))
+             for tool in list(root.tools.values()) if tool.call_id and tool.ended]
     if calls:
         COLLECTOR.remember_calls(calls, str(root.run_id))
 
@@ -388,6 +396,5 @@ class TurnEnd(PendingRecord):
             span_id=span_id,
             run_id=run_id,
             trace_links=self.links,
-            # the framework's own id (thread_id, RunnableWithMessageHistory's session_id), else the app's
-            session_id=root.session_id if root.session_id is not None else root.given_session,
+            session_id=session_of(root),
         )
