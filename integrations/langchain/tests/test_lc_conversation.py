@@ -123,7 +123,8 @@ def test_an_earlier_turn_this_process_does_not_remember_is_only_said_to_be_earli
                                                                                    monkeypatch):
     search, agent, config = after_turn_1(handler, monitor, sink)
     # the thread's turn 1 ran in another process (or was forgotten since): its tool calls are not known here
-    monkeypatch.setattr(COLLECTOR, "earlier", EarlierCalls())
+    COLLECTOR.earlier_calls()  # turn 1's calls filed, then forgotten
+    monkeypatch.setattr(COLLECTOR, "_earlier", EarlierCalls())
 
     agent.invoke(user(TURN_2), config=config)
 
@@ -136,7 +137,7 @@ def test_an_earlier_turn_this_process_does_not_remember_is_only_said_to_be_earli
 def test_an_earlier_call_id_remembered_with_another_output_names_no_turn(handler, monitor, sink):
     search, agent, config = after_turn_1(handler, monitor, sink)
     # another conversation's call under the same id (a provider's reused id), whose output was another text
-    COLLECTOR.remember_calls([(search.tool_calls[0]["id"], "Closed on Mondays.", False)], "another-turn")
+    COLLECTOR.earlier_calls().remember(search.tool_calls[0]["id"], "Closed on Mondays.", "another-turn", False)
 
     agent.invoke(user(TURN_2), config=config)
 

@@ -14,18 +14,19 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from groundtrace.earlier_turns import EarlierCalls
+from groundtrace.earlier_turns import MAX_CALLS, EarlierCalls
 from groundtrace.redaction import get_logger
 from groundtrace.turn import ModelCall, Turn
 from groundtrace.turn_stats import CaptureCounter, CaptureStats
 from langchain_core.documents import Document
 
-from groundtrace_langchain.extract import tool_output_text
+from groundtrace_langchain.extract import is_error, tool_output_text
 
 Key = tuple[int, int]
 
@@ -109,8 +110,11 @@ class Collector:
         self.roots: dict[Key, RootRun] = {}
         self._owners: dict[Key, RootRun] = {}  # every tracked run, root or descendant -> its root
         self.counts = CaptureCounter("LangChain")  # where every root went: see stats()
-        # the tool calls of ended roots: a later turn of a thread reads them again (handlers come and go)
-        self.earlier = EarlierCalls()
+        # the tool calls of ended roots: a later turn of a thread reads them again (handlers come and go).
+        # A root's end only appends its tool runs to `ended` (one atomic append on the application's
+        # thread); they are filed into `earlier` when a turn first looks one up (earlier_calls())
+        self._earlier = EarlierCalls()
+        self.ended: deque[tuple[UUID, dict[int, ToolRun]]] = deque(maxlen=MAX_CALLS)
 
     def add_root(self, scope: int, root: RootRun) -> list[RootRun]:
         """Track a new root; returns the roots evicted to make room (their spans need ending)."""
@@ -193,12 +197,18 @@ class Collector:
             root.retrievals.pop(oldest.run, None)
             root.tools.pop(oldest.run, None)
 
-    def remember_calls(self, calls: list[tuple[str, Any, bool]], turn: str) -> None:
-        """An ended root's tool calls, as (tool_call_id, output, failed), made by the turn whose
-        Record id is ``turn``: two roots may end at once on two threads."""
-        with self._lock:
-            for call_id, output, error in calls:
-                self.earlier.remember(call_id, output, turn, error, tool_output_text)
+    def earlier_calls(self) -> EarlierCalls:
+        """The tool calls of the roots that have ended, with those ended since the last look filed in."""
+        if self.ended:
+            with self._lock:
+                while self.ended:
+                    run_id, tools = self.ended.popleft()
+                    turn = str(run_id)
+                    for tool in list(tools.values()):
+                        if tool.call_id and tool.ended:
+                            self._earlier.remember(tool.call_id, tool.output, turn,
+                                                   tool.failed is not None or is_error(tool.output), tool_output_text)
+        return self._earlier
 
     def root_of(self, scope: int, run_id: UUID | None) -> RootRun | None:
         if run_id is None:

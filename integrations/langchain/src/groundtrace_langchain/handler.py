@@ -31,7 +31,7 @@ from langchain_core.runnables.config import var_child_runnable_config
 
 from groundtrace_langchain.collector import COLLECTOR, RootRun, log, report_failure
 from groundtrace_langchain.extract import history_session
-from groundtrace_langchain.records import NothingToScore, read_end, remember_tool_calls
+from groundtrace_langchain.records import NothingToScore, read_end
 
 TRACER_NAME = "groundtrace.langchain"
 _scopes = itertools.count(1)
@@ -267,7 +267,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             if root.request_span is not None:
                 end_request_span(root.request_span)
             if root.tools:  # for the later turns of its thread, which read these outputs again
-                remember_tool_calls(root)
+                COLLECTOR.ended.append((root.run_id, root.tools))
             record = read_end(root, outputs, end_inputs, self.answer_key, self.tools)
             # the Monitor samples and counts exclusions; an excluded Record carries the run's flag
             self.monitor.submit(record, sample_rate=self._sample_rate, mask=self._mask)

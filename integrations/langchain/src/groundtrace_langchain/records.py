@@ -134,16 +134,6 @@ def session_of(root: RootRun) -> str | None:
     return None
 
 
-def remember_tool_calls(root: RootRun) -> None:
-    """At a root's end, on the application's thread (only for a root that ran tools): its tool
-    calls' outputs, by tool_call_id, for the later turns of its thread that read them again (their
-    text is rendered only when such a turn looks one up, off this thread)."""
-    calls = [(tool.call_id, tool.output, tool.failed is not None or is_error(tool.output))
-             for tool in list(root.tools.values()) if tool.call_id and tool.ended]
-    if calls:
-        COLLECTOR.remember_calls(calls, str(root.run_id))
-
-
 def _origin(passage: Passage) -> dict[str, Any]:
     """Where a context came from, for metadata["documents"]: a document's id, source and scalar
     metadata (and the tool it was retrieved inside), or a tool call's id and tool name."""
@@ -248,7 +238,7 @@ def _history(messages: list[ToolMessage], root: RootRun) -> list[Passage]:
         text = tool_output_text(message)
         found = _tool_passages(message.name, message, message.tool_call_id, earlier=True, text=text)
         # the turn that ran it, if this process remembers it (not this turn: its runs are its own)
-        before = COLLECTOR.earlier.find(message.tool_call_id, text) if found and text is not None else None
+        before = COLLECTOR.earlier_calls().find(message.tool_call_id, text) if found and text is not None else None
         if before is not None and before.turn != this_turn:
             for passage in found:
                 passage.metadata["turn"] = before.turn
