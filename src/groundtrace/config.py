@@ -22,6 +22,8 @@ Everything else receives a :class:`Settings` (or plain arguments) and reads no e
     GROUNDTRACE_JSONL_PATH       where the jsonl sink writes, and the default store of live capture with no
                                  sink configured, which `groundtrace watch` follows (default
                                  groundtrace-scores.jsonl in the working directory)
+    GROUNDTRACE_VERDICT_FILE     the verdict file of the `combined` metric (written by `groundtrace fit`;
+                                 default: the one shipped with groundtrace)
     GROUNDTRACE_PROGRESS         1: the command line shows progress bars even when not on a terminal
     GROUNDTRACE_JUDGE_MODEL      the LLM judge's model; setting it adds faithfulness to the default metrics
     OPENAI_BASE_URL              the OpenAI-compatible endpoint of the judge and the openai embedder
@@ -127,6 +129,11 @@ def default_metrics(settings: Settings | JudgeSettings | Mapping[str, str] | Non
     else:
         judge = JudgeSettings.from_env(settings)
     return ("grounding", "faithfulness") if judge.configured else ("grounding",)
+
+
+def verdict_file(environ: Mapping[str, str] | None = None) -> str | None:
+    """GROUNDTRACE_VERDICT_FILE: the `combined` metric's fitted file, when no ``file`` option names one."""
+    return _text(_environ(environ), "GROUNDTRACE_VERDICT_FILE")
 
 
 def _cpu_budget(env: Mapping[str, str]) -> float | None:

@@ -31,6 +31,7 @@ from groundtrace.cli.common import (
     summary_table,
 )
 from groundtrace.cli.demo import DEMO_METRICS, PROVIDED_BY, DemoOutputOption, example_path, placeholders, score_examples
+from groundtrace.cli.fit import fit_command
 from groundtrace.cli.metrics import metrics_command
 from groundtrace.cli.report import report_command
 from groundtrace.cli.score import (
@@ -90,6 +91,7 @@ app = typer.Typer(
 app.command("metrics")(metrics_command)
 app.command("score")(score_command)
 app.command("bench")(bench_command)
+app.command("fit")(fit_command)
 app.command("synth-hallucinations")(synth_command)
 app.command("report")(report_command)
 app.command("watch")(watch_command)
@@ -115,6 +117,7 @@ __all__ = [
     "app",
     "as_command",
     "bench_command",
+    "fit_command",
     "close_sinks",
     "command_line_sinks",
     "console",

@@ -15,6 +15,8 @@ _BUILTIN = {
     "lexical": "groundtrace.metrics.lexical:LexicalMetric",
     "facts": "groundtrace.metrics.facts:FactsMetric",
     "grounding": "groundtrace.metrics.grounding:GroundingMetric",
+    # several metrics' values in one calibrated probability, from a verdict file (groundtrace fit)
+    "combined": "groundtrace.metrics.combined:CombinedMetric",
     # models of the Hugging Face Hub (the lettuce and transformers extras): groundtrace.backends.lettuce, .nli
     "lettuce": "groundtrace.metrics.lettuce:LettuceMetric",
     "nli": "groundtrace.metrics.nli:NLIMetric",

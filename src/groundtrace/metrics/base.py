@@ -27,6 +27,11 @@ _FIELD_HINTS = {
 T = TypeVar("T")
 
 
+class CannotScore(Exception):
+    """Raised by a metric's compute() for a record it cannot score for a reason it can state (every
+    component of a combination failed): an error Score with that reason, no traceback logged."""
+
+
 def needed(value: T | None) -> T:
     """A field of the record that :meth:`Metric.check` found there, as its type: ``needed(record.answer)``
     in a metric that lists ``answer`` in ``requires``. A field the metric does not list raises (which
@@ -119,6 +124,8 @@ class Metric:
             result = self.compute(record, language)
         except (MissingExtraError, ModelUnavailableError) as error:  # what to install or download: no traceback
             self._warn_once(str(error))
+            return self.error(str(error), record.id, started)
+        except CannotScore as error:
             return self.error(str(error), record.id, started)
         except Exception as error:  # a metric bug must not take the batch or the app down
             log.exception("metric %s failed on record %s", self.name, record.id)

@@ -1,0 +1,121 @@
+"""`groundtrace fit`: one calibrated verdict fitted on the user's labelled answers (groundtrace.combine)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.table import Table
+
+from groundtrace.cli.common import MetricsOption, OptionsOption, SchemaOption, console, fmt, out, parse_options, progress_bar, shown
+
+DEFAULT_COMPONENTS = ["grounding", "lexical", "facts"]
+DEFAULT_OUT = Path("groundtrace-verdict.json")
+
+
+def fit_command(
+    input_path: Annotated[Path, typer.Argument(help="Labelled records (label 1 = unsupported; JSONL, CSV or Parquet, any layout `score` reads).")],
+    metrics: MetricsOption = None,
+    target: Annotated[str, typer.Option(help="What the threshold is chosen for: f1, precision>=P, recall>=R or rate=SHARE (the share flagged).")] = "f1",
+    output: Annotated[Path, typer.Option("--out", "-o", help="Where to write the verdict file.")] = DEFAULT_OUT,
+    scores: Annotated[Optional[Path], typer.Option(help="A `groundtrace score -o` file of the same records: metrics it holds are not scored again.")] = None,
+    escalate: Annotated[Optional[str], typer.Option(help="A costly metric (a judge, a Hub detector) for the records the cheap ones are least sure of.")] = None,
+    share: Annotated[float, typer.Option(help="With --escalate: the share of records sent to it.")] = 0.2,
+    group: Annotated[Optional[str], typer.Option(help="Cross-validation groups (records of a group stay in one fold): a field or a dotted path such as meta.source_id. Default: meta.source_id or session_id where every record has one.")] = None,
+    option: OptionsOption = None,
+    schema: SchemaOption = None,
+    limit: Annotated[Optional[int], typer.Option(help="Use only the first N records.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the folds, the bootstrap and the learning curve.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the figures as one JSON object.")] = False,
+) -> None:
+    """Fit one calibrated verdict from several metrics to your labelled answers: the `combined` metric reads the file."""
+    import numpy as np
+
+    from groundtrace.bench import load_labelled
+    from groundtrace.combine.fitting import Target, fit
+    from groundtrace.combine.labels import fit_inputs, metric_scores, read_scored
+    from groundtrace.provenance import records_sha256
+
+    names = metrics or DEFAULT_COMPONENTS
+    try:
+        goal = Target.parse(target)
+        if not 0.0 < share < 1.0:
+            raise ValueError(f"--share {share}: a share in (0, 1)")
+        items = load_labelled(input_path, limit=limit, schema=schema)
+        options = parse_options(option)
+        with progress_bar() as progress:
+            def tick(name: str, total: int):
+                task = progress.add_task(name, total=total)
+                return lambda: progress.advance(task)
+
+            scored = read_scored(scores) if scores is not None else None
+            found = metric_scores(items, [*names, *([escalate] if escalate else [])], options, scored, tick)
+        costly = found.pop(escalate) if escalate else None
+        inputs = fit_inputs(items, found, group)
+        costly_values = None
+        if escalate and costly is not None:
+            costly_values = (escalate, np.array([s.hallucination_score if s.ok else np.nan for s in costly], dtype=float))
+        result = fit(inputs.values, inputs.labels, inputs.languages, inputs.groups, names, goal,
+                     options=[options.get(name, {}) for name in names], costly=costly_values, share=share,
+                     costly_options=options.get(escalate or "", {}), seed=seed)
+    except (KeyError, ValueError, FileNotFoundError, ImportError) as error:
+        console.print(f"[red]error:[/red] {shown(error)}", soft_wrap=True)
+        raise typer.Exit(2) from None
+    verdict = result.verdict
+    fitted = {**verdict.fitted, "file": input_path.name, "target": str(goal), "seed": seed,
+              "trained_on": [{"name": input_path.name, "sha256": records_sha256(i.raw for i in items)}]}
+    if costly is not None:
+        fitted["escalation_cost"] = _cost(costly)
+    final = type(verdict)(components=verdict.components, model=verdict.model, threshold=verdict.threshold,
+                          target=verdict.target, cascade=verdict.cascade, fitted=fitted, report=result.report())
+    final.save(output)
+    if as_json:
+        print(json.dumps({"file": str(output), "threshold": final.threshold, **result.report()}, indent=2))
+        return
+    _print(result, final, output)
+
+
+def _print(result: Any, verdict: Any, output: Path) -> None:
+    n, positives = verdict.fitted["records"], verdict.fitted["labelled_1"]
+    table = Table(title=f"fit: {n} records, {positives} labelled 1; out of fold, at the {verdict.target} threshold "
+                        f"(90% bootstrap intervals)")
+    for column in ("scorer", "AUC", "F1", "precision", "recall", "calibration error", "flagged"):
+        table.add_column(column, justify="left" if column == "scorer" else "right")
+    for m in [result.combined, *result.alone]:
+        table.add_row("combined" if m is result.combined else f"{m.name} alone",
+                      *(_with_interval(m, key) for key in ("auc", "f1", "precision", "recall", "calibration_error")),
+                      fmt(m.point["flagged_rate"], 2))
+    out.print(table)
+    curve = ", ".join(f"{row['labels']}: {fmt(row['auc_mean'])}" + (f" (worst 5% {fmt(row['auc_p5'])})" if row.get("auc_p5") is not None else "")
+                      for row in result.learning_curve)
+    out.print(f"learning curve, ROC AUC of the combination by labels fitted on: {curve}")
+    out.print(f"a stable fit needed about {result.stable_at} labels" if result.stable_at and result.stable_at < n
+              else "the fit was still improving with every label: more labels would help")
+    for row in result.cascade_curve:
+        out.print(f"escalating {row['share']:.0%} ({row['escalated']} records): F1 {row['f1']:.3f}, precision "
+                  f"{row['precision']:.3f}, recall {row['recall']:.3f}")
+    if verdict.cascade is not None:
+        cost = verdict.fitted.get("escalation_cost") or {}
+        out.print(f"cascade: records with a combined probability in [{verdict.cascade.low:.3f}, {verdict.cascade.high:.3f}) "
+                  f"go to {verdict.cascade.metric} ({verdict.cascade.share:.0%} of these records)"
+                  + (f"; it cost {cost['ms_per_record']:.0f} ms" if cost.get("ms_per_record") is not None else "")
+                  + (f" and ${cost['usd_per_record']:.5f} a record" if cost.get("usd_per_record") is not None else ""))
+    for warning in result.warnings:
+        out.print(f"[yellow]warning:[/yellow] {shown(warning)}", soft_wrap=True)
+    out.print(f"wrote {output} (threshold {verdict.threshold:.4f}). Use it: groundtrace score FILE -m combined "
+              f"-O combined.file={output}, or GROUNDTRACE_VERDICT_FILE={output} for the Monitor", soft_wrap=True)
+
+
+def _with_interval(m: Any, key: str) -> str:
+    point, interval = m.point.get(key), m.interval.get(key)
+    if point is None:
+        return "—"
+    return fmt(point) + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else "")
+
+
+def _cost(scores: list[Any]) -> dict[str, float | None]:
+    ms = [s.latency_ms for s in scores if s.latency_ms is not None]
+    usd = [s.cost.usd for s in scores if s.cost is not None and s.cost.usd is not None]
+    return {"ms_per_record": sum(ms) / len(ms) if ms else None, "usd_per_record": sum(usd) / len(scores) if usd else None}
