@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from groundtrace.combine.model import Contribution, VerdictModel
+from groundtrace.combine.model import Contribution, VerdictFileError, VerdictModel
 from groundtrace.config import verdict_file
 from groundtrace.metrics.base import CannotScore, Metric, Result
 from groundtrace.record import Record
@@ -49,6 +49,14 @@ class CombinedMetric(Metric):
         cascade = self.combination.cascade
         self.costly = get_metric(cascade.metric, **cascade.options) if cascade is not None and escalate else None
         self.budget = SpendBudget(budget_usd_per_hour)
+
+    @classmethod
+    def documented_threshold(cls) -> float:
+        """The threshold of the verdict file in use (GROUNDTRACE_VERDICT_FILE, else the shipped one)."""
+        try:
+            return VerdictModel.load(verdict_file() or DEFAULT_FILE).threshold
+        except VerdictFileError:  # said when the metric is built; a listing shows the class default
+            return cls.default_threshold
 
     @property
     def trained_on(self) -> list[dict[str, str]]:
