@@ -167,8 +167,16 @@ def measured(name: str, y: np.ndarray, p: np.ndarray, flagged: np.ndarray, group
             if value is not None:
                 samples[key].append(value)
     low, high = (1 - INTERVAL) / 2 * 100, (1 + INTERVAL) / 2 * 100
-    interval = {k: (float(np.percentile(v, low)), float(np.percentile(v, high))) if len(v) >= draws // 2 else None
-                for k, v in samples.items()}
+    interval: dict[str, tuple[float, float] | None] = {}
+    for key, values in samples.items():
+        at = point[key]
+        if len(values) < draws // 2 or at is None:
+            interval[key] = None
+            continue
+        # a resample repeats records, which only ever inflates the calibration error: its interval is
+        # shifted back by that bias (the others are percentile intervals as they are)
+        shift = float(np.mean(values)) - at if key == "calibration_error" else 0.0
+        interval[key] = (max(0.0, float(np.percentile(values, low)) - shift), float(np.percentile(values, high)) - shift)
     return Measured(name, point, interval)
 
 
