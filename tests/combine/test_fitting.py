@@ -120,3 +120,12 @@ def test_the_cascade_band_holds_the_share_nearest_the_threshold():
     assert by_share[0.0]["escalated"] == 0 and by_share[1.0]["escalated"] == len(y)
     # sending the uncertain band to a near-perfect judge raises F1 above the cheap signals alone
     assert by_share[0.3]["f1"] > by_share[0.0]["f1"] + 0.05
+
+
+def test_without_scikit_learn_fit_names_the_extra(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "sklearn.linear_model", None)  # an import of it raises ImportError
+    h, y, languages = synthetic(100)
+    with pytest.raises(ImportError, match=r"groundtrace fit needs optional dependencies .*pip install 'groundtrace\[fit\]'"):
+        fit(h, y, languages, [str(i) for i in range(100)], ["a", "b"], Target("f1"), draws=10, learning_repeats=1)

@@ -60,7 +60,7 @@ def fit_command(
         result = fit(inputs.values, inputs.labels, inputs.languages, inputs.groups, names, goal,
                      options=[options.get(name, {}) for name in names], costly=costly_values, share=share,
                      costly_options=options.get(escalate or "", {}), seed=seed)
-    except (KeyError, ValueError, FileNotFoundError, ImportError) as error:
+    except (KeyError, ValueError, FileNotFoundError, ImportError) as error:  # ImportError: the fit extra
         console.print(f"[red]error:[/red] {shown(error)}", soft_wrap=True)
         raise typer.Exit(2) from None
     verdict = result.verdict

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from groundtrace._extras import missing_extra
 from groundtrace.classification import best_f1_threshold, confusion, roc_auc
 from groundtrace.combine.model import Cascade, Component, LinearModel, VerdictModel
 
@@ -99,8 +100,18 @@ class _Design:
         return np.hstack([z, onehot])
 
 
+def _sklearn(module: str) -> Any:
+    """A scikit-learn module (the fit extra): fitting needs it, scoring with a fitted file does not."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"sklearn.{module}")
+    except ImportError as error:
+        raise missing_extra("fit", "groundtrace fit", error) from None
+
+
 def _fit_linear(x: np.ndarray, y: np.ndarray, language: np.ndarray, names: Sequence[str], c: float = 1.0) -> LinearModel:
-    from sklearn.linear_model import LogisticRegression
+    LogisticRegression = _sklearn("linear_model").LogisticRegression  # noqa: N806 (a class)
 
     design = _Design.of(x, language, y)
     model = LogisticRegression(C=c, max_iter=1000).fit(design.matrix(x, language), y)
@@ -199,8 +210,7 @@ class FitResult:
 
 
 def _folds(y: np.ndarray, groups: np.ndarray, seed: int, folds: int) -> np.ndarray:
-    from sklearn.model_selection import StratifiedGroupKFold
-
+    StratifiedGroupKFold = _sklearn("model_selection").StratifiedGroupKFold  # noqa: N806 (a class)
     n_splits = max(2, min(folds, int(y.sum()), int((1 - y).sum()), len(np.unique(groups))))
     fold = np.zeros(len(y), dtype=int)
     splitter = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=seed)
