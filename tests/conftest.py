@@ -7,6 +7,10 @@ os.environ.setdefault("COLUMNS", "200")
 # a Monitor given no sinks writes to the default store (groundtrace-scores.jsonl in the working
 # directory) when none is configured: the tests say none, and those of the default store unset it
 os.environ.setdefault("GROUNDTRACE_SINKS", "none")
+# the SDKs that report usage home (MLflow 3.x looks up config.mlflow-telemetry.io from a background
+# thread) are told not to: the suite reaches nothing beyond this machine
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("DO_NOT_TRACK", "true")
 
 from pathlib import Path
 
