@@ -21,7 +21,7 @@ from groundtrace.bench import load_labelled
 from groundtrace.classification import confusion, roc_auc
 from groundtrace.combine.fitting import Target, features, fit, predict
 from groundtrace.combine.labels import fit_inputs, metric_scores, read_scored
-from groundtrace.combine.model import VerdictModel
+from groundtrace.backends.verdict import VerdictModel
 from groundtrace.metrics.combined import DEFAULT_FILE
 from groundtrace.metrics.grounding import model_card
 

@@ -82,6 +82,8 @@ MAY_IMPORT = {part: allowed | BOTTOM for part, allowed in {
     # sources read platforms the sinks write to (one client builder each, the sinks' ids of a score)
     "sources": {"sources", "sinks", "_extras", "config", "record", "score"},
     "backfill.py": {"sources", "sinks", "privacy", "record", "score"},
+    # fitting a verdict: labelled files read and scored as the bench does; the file itself is a backend
+    "combine": {"combine", "backends", "bench", "classification", "metrics", "provenance", "score", "text", "_extras"},
     "privacy.py": {"record", "score"},
     # reading files in every layout; the report reads its labels through it, so it never reaches a metric
     "io.py": {"_extras", "layouts", "record", "score"}, "layouts.py": set(), "gate.py": {"tally"},

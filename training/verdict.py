@@ -1,4 +1,4 @@
-"""The shipped verdict of the `combined` metric (src/groundtrace/combine/default-verdict.json): fitted on
+"""The shipped verdict of the `combined` metric (src/groundtrace/backends/default-verdict.json): fitted on
 the shared data, measured against `grounding` by a gate, and made the default metric only if it passes.
 
     python training/verdict.py --work /tmp/verdict [--write]
@@ -51,7 +51,7 @@ from groundtrace.bench import Labelled  # noqa: E402
 from groundtrace.classification import confusion, roc_auc  # noqa: E402
 from groundtrace.combine import fitting  # noqa: E402
 from groundtrace.combine.labels import fit_inputs, metric_scores, read_scored  # noqa: E402
-from groundtrace.combine.model import Component, LinearModel, VerdictModel  # noqa: E402
+from groundtrace.backends.verdict import Component, LinearModel, VerdictModel  # noqa: E402
 from groundtrace.metrics.grounding import model_card  # noqa: E402
 from groundtrace.provenance import records_sha256  # noqa: E402
 
@@ -266,7 +266,7 @@ def main() -> None:
                                fitted={"records": int(len(y) + len(rag.y)), "labelled_1": int(y.sum() + rag.y.sum()),
                                        "recipe": "training/verdict.py", "trained_on": trained},
                                report={"gate": report["gate"], "passed": passed})
-        verdict.save(ROOT / "src" / "groundtrace" / "combine" / "default-verdict.json")
+        verdict.save(ROOT / "src" / "groundtrace" / "backends" / "default-verdict.json")
         (args.work / "gate.json").write_text(json.dumps(report, indent=1, default=float), encoding="utf-8")
 
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from groundtrace.combine.model import Cascade, Component, LinearModel, VerdictModel
+from groundtrace.backends.verdict import Cascade, Component, LinearModel, VerdictModel
 from groundtrace.metrics import get_metric
 from groundtrace.metrics.combined import DEFAULT_FILE, CombinedMetric
 from groundtrace.score import Cost

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from groundtrace.cli import app
-from groundtrace.combine.model import VerdictModel
+from groundtrace.backends.verdict import VerdictModel
 from groundtrace.config import Settings
 from groundtrace.metrics import get_metric
 from groundtrace.monitor import Monitor

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from groundtrace.combine.model import Cascade, Component, LinearModel, VerdictFileError, VerdictModel, log_odds, sigmoid
+from groundtrace.backends.verdict import Cascade, Component, LinearModel, VerdictFileError, VerdictModel, log_odds, sigmoid
 
 MODEL = LinearModel(features=["a", "b"], mean=[0.0, 0.0], scale=[1.0, 2.0], coef=[1.0, 2.0], intercept=-1.0,
                     language_offsets={"ru": 0.5})

@@ -19,7 +19,7 @@ import numpy as np
 
 from groundtrace._extras import missing_extra
 from groundtrace.classification import best_f1_threshold, confusion, roc_auc
-from groundtrace.combine.model import Cascade, Component, LinearModel, VerdictModel
+from groundtrace.backends.verdict import Cascade, Component, LinearModel, VerdictModel
 
 MIN_RECORDS = 30  # below this, or below MIN_PER_CLASS of a class, the fit is refused
 MIN_PER_CLASS = 8

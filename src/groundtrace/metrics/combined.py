@@ -21,13 +21,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from groundtrace.combine.model import Contribution, VerdictFileError, VerdictModel
+from groundtrace.backends.verdict import Contribution, VerdictFileError, VerdictModel
 from groundtrace.config import verdict_file
 from groundtrace.metrics.base import CannotScore, Metric, Result
 from groundtrace.record import Record
 from groundtrace.score import Score, Span
 
-DEFAULT_FILE = Path(__file__).resolve().parents[1] / "combine" / "default-verdict.json"
+DEFAULT_FILE = Path(__file__).resolve().parents[1] / "backends" / "default-verdict.json"
 
 
 class CombinedMetric(Metric):

@@ -1,4 +1,5 @@
-"""The fitted verdict file: which metrics it combines, how, at which threshold, and when it escalates.
+"""The fitted verdict file that the `combined` metric asks (written by `groundtrace fit`, groundtrace.combine):
+which metrics it combines, how, at which threshold, and when it escalates.
 
 A component's value enters as the log-odds of its hallucination-oriented value (higher = more likely
 unsupported, clipped away from 0 and 1), standardized; a logistic model with one offset per language
