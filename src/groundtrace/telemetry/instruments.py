@@ -43,7 +43,7 @@ HEALTH_COUNTERS = (
 QUEUED, WORKERS, STALLED, LATENCY = ("groundtrace.monitor.queued", "groundtrace.monitor.workers",
                                      "groundtrace.monitor.stalled", "groundtrace.monitor.latency")
 DURATION, CPU = "groundtrace.monitor.scoring.duration", "groundtrace.monitor.cpu"
-TOKENS, COST = "groundtrace.judge.tokens", "groundtrace.judge.cost"
+TOKENS, COST = "groundtrace.judge.tokens", "groundtrace.judge.cost.usd"
 
 METRIC, LABEL, OUTCOME, LANGUAGE, SERVICE = ("gen_ai.evaluation.name", "gen_ai.evaluation.score.label",
                                              "groundtrace.outcome", "groundtrace.language", "service.name")
