@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.phoenix_server import free_port
+from tests.phoenix_server import free_port, stop_process
 
 ROOT = Path(__file__).resolve().parents[1]
 RULES = ROOT / "deploy" / "prometheus" / "groundtrace-rules.yml"
@@ -110,9 +110,4 @@ def prometheus(workdir: Path, targets: list[str], rules: str | None = None, inte
                 time.sleep(0.2)
         yield client
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=5)
+        stop_process(server)

@@ -36,6 +36,20 @@ def counter(name: str, values: str, **labels: str) -> dict[str, str]:
     return {"series": f"{name}{{{selector}}}", "values": values}
 
 
+def quiet(at: str, alert: str) -> dict:
+    return {"eval_time": at, "alertname": alert, "exp_alerts": []}
+
+
+def firing(at: str, alert: str, severity: str, summary: str) -> dict:
+    """The alert firing for service rag with this rendered summary, and the description as the file has it."""
+    rules = yaml.safe_load(RULES.read_text(encoding="utf-8"))
+    [rule] = [rule for group in rules["groups"] for rule in group["rules"] if rule.get("alert") == alert]
+    annotations = {"summary": summary, **({"description": rule["annotations"]["description"]}
+                                          if "description" in rule["annotations"] else {})}
+    return {"eval_time": at, "alertname": alert,
+            "exp_alerts": [{"exp_labels": {"service_name": "rag", "severity": severity}, "exp_annotations": annotations}]}
+
+
 @needs_prometheus
 def test_promtool_unit_tests_of_the_drop_stall_and_not_evaluating_alerts(tmp_path) -> None:
     """Series as the endpoint writes them, one sample a minute; the alerts as the file ships them."""
@@ -53,29 +67,18 @@ def test_promtool_unit_tests_of_the_drop_stall_and_not_evaluating_alerts(tmp_pat
              counter("groundtrace_monitor_workers", "1x30"),
          ],
          "alert_rule_test": [
-             {"eval_time": "9m", "alertname": "GroundtraceNotEvaluating", "exp_alerts": []},
-             {"eval_time": "9m", "alertname": "GroundtraceDroppingRecords", "exp_alerts": []},
-             {"eval_time": "12m", "alertname": "GroundtraceDroppingRecords",
-              "exp_alerts": [{"exp_labels": {"service_name": "rag", "severity": "warning"},
-                              "exp_annotations": {
-                                  "summary": "groundtrace dropped 5 records of rag in 10 minutes",
-                                  "description": "The Monitor's queue was full: scoring cannot keep up with the traffic. "
-                                                 "Lower GROUNDTRACE_SAMPLE_RATE, add GROUNDTRACE_WORKERS, or pick a cheaper metric."}}]},
-             {"eval_time": "12m", "alertname": "GroundtraceStalled", "exp_alerts": []},
-             {"eval_time": "13m", "alertname": "GroundtraceStalled",
-              "exp_alerts": [{"exp_labels": {"service_name": "rag", "severity": "critical"},
-                              "exp_annotations": {"summary": "groundtrace in rag has settled no record for 3m 0s while records wait"}}]},
+             quiet("9m", "GroundtraceNotEvaluating"), quiet("9m", "GroundtraceDroppingRecords"),
+             firing("12m", "GroundtraceDroppingRecords", "warning",
+                    summary="groundtrace dropped 5 records of rag in 10 minutes"),
+             quiet("12m", "GroundtraceStalled"),
+             firing("13m", "GroundtraceStalled", "critical",
+                    summary="groundtrace in rag has settled no record for 3m 0s while records wait"),
              # evaluations stopped after minute 10: the 10-minute window still sees some until minute 20,
              # then 5 minutes of `for:`
-             {"eval_time": "24m", "alertname": "GroundtraceNotEvaluating", "exp_alerts": []},
-             {"eval_time": "26m", "alertname": "GroundtraceNotEvaluating",
-              "exp_alerts": [{"exp_labels": {"service_name": "rag", "severity": "critical"},
-                              "exp_annotations": {
-                                  "summary": "rag takes traffic and groundtrace evaluates none of it",
-                                  "description": "Records were submitted in the last 10 minutes and no evaluation came "
-                                                 "back: the evaluator is stuck or stopped, or every record went over the "
-                                                 "CPU budget (see groundtrace_monitor_over_budget_total)."}}]},
-             {"eval_time": "26m", "alertname": "GroundtraceWorkersDown", "exp_alerts": []},
+             quiet("24m", "GroundtraceNotEvaluating"),
+             firing("26m", "GroundtraceNotEvaluating", "critical",
+                    summary="rag takes traffic and groundtrace evaluates none of it"),
+             quiet("26m", "GroundtraceWorkersDown"),
          ]}]}
     (tmp_path / "alerts_test.yml").write_text(yaml.safe_dump(tests), encoding="utf-8")
     assert "SUCCESS" in promtool("test", "rules", "alerts_test.yml", cwd=tmp_path)
