@@ -39,8 +39,8 @@ def short_rules(window: str = "20s", wait: str = "2s") -> str:
     return shortened
 
 
-def panel_queries(values: dict[str, str]) -> dict[str, list[str]]:
-    """Each panel's PromQL, by title, with the dashboard's variables (and Grafana's own) set to ``values``."""
+def panel_queries(values: dict[str, str]) -> dict[str, list[tuple[str, str]]]:
+    """Each panel's PromQL and legend, by title, with the dashboard's variables (and Grafana's own) set to ``values``."""
     dashboard = json.loads(DASHBOARD.read_text(encoding="utf-8"))
 
     def filled(expr: str) -> str:
@@ -49,7 +49,8 @@ def panel_queries(values: dict[str, str]) -> dict[str, list[str]]:
         assert "$" not in expr, expr
         return expr
 
-    return {panel["title"]: [filled(target["expr"]) for target in panel["targets"]] for panel in dashboard["panels"]}
+    return {panel["title"]: [(filled(target["expr"]), target["legendFormat"]) for target in panel["targets"]]
+            for panel in dashboard["panels"]}
 
 
 class Prometheus:

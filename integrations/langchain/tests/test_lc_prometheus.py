@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -70,6 +71,18 @@ def settled_in_prometheus(server: Prometheus, expected_flagged: int) -> float:
     return float(server.query(f"timestamp({FLAGGED})")[0]["value"][1])
 
 
+def panel_results(results: dict[str, list[tuple[list[dict], str]]]) -> str:
+    """Each panel's series, named by its legend as Grafana would, and their values at the time of the query."""
+    lines = []
+    for title, found in results.items():
+        lines.append(title)
+        for result, legend in found:
+            for series in result:
+                name = re.sub(r"\{\{(\w+)\}\}", lambda m, labels=series["metric"]: labels.get(m.group(1), ""), legend)
+                lines.append(f"    {name:<40} {float(series['value'][1]):.4g}")
+    return "\n".join(lines)
+
+
 @needs_prometheus
 def test_a_burst_of_hallucinations_fires_the_alert_matches_the_monitor_and_resolves(tmp_path, app: App) -> None:
     started = time.monotonic()
@@ -105,8 +118,11 @@ def test_a_burst_of_hallucinations_fires_the_alert_matches_the_monitor_and_resol
         # the dashboard (after the clean traffic, which every panel's window then holds): each panel's queries, variables set as Grafana would, return data from this Prometheus
         queries = panel_queries({"service": ".*", "metric": ".*", "__rate_interval": "20s", "__range": "2m",
                                  "flagged_threshold": "0.2"})
-        empty = {title: expr for title, exprs in queries.items() for expr in exprs if not server.query(expr)}
+        results = {title: [(server.query(expr), legend) for expr, legend in targets] for title, targets in queries.items()}
+        empty = {title: queries[title][i][0] for title, found in results.items() for i, (result, _) in enumerate(found)
+                 if not result}
         assert empty == {}, empty
+        print(panel_results(results))  # what the docs page (how-to/watch-staging.md) shows of a run
         final = app.get("/stats")
         assert final["flagged"] == 12 and final["dropped"] == final["failed"] == 0
     assert time.monotonic() - started < 120

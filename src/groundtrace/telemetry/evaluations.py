@@ -8,7 +8,6 @@ and spend. In thread or Ray isolation it is made here, from the Scores, by the s
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 
 from groundtrace.record import Record
@@ -47,15 +46,30 @@ class Evaluations:
     results: list[Result] = field(default_factory=list)
 
     def encode(self) -> bytes:
-        """One token without spaces, for the scoring process's outcome line."""
-        rows = [[r.value, r.hallucinated, r.input_tokens, r.output_tokens, r.usd] for r in self.results]
-        # no space outside strings with these separators; one inside a string is escaped, as JSON allows
-        return json.dumps([self.language, rows], separators=(",", ":")).replace(" ", "\\u0020").encode()
+        """One token without spaces for the scoring process's outcome line, read back by split() (a third of
+        json.loads's time, paid per record by the application's process): ``language;value,verdict,in,out,usd;...``
+        (value empty for an error, verdict 1, 0 or -; repr() gives floats back exactly)."""
+        fields = [(self.language or "").translate(_UNSAFE)]
+        for r in self.results:
+            value = "" if r.value is None else repr(r.value)
+            fields.append(f"{value},{_VERDICT[r.hallucinated]},{r.input_tokens},{r.output_tokens},{r.usd!r}")
+        return ";".join(fields).encode()
 
     @classmethod
     def decode(cls, token: bytes) -> Evaluations:
-        language, rows = json.loads(token)
-        return cls(language, [Result(*row) for row in rows])
+        language, *rows = token.decode().split(";")
+        results = []
+        for row in rows:
+            value, verdict, input_tokens, output_tokens, usd = row.split(",")
+            results.append(Result(float(value) if value else None, _VERDICT_OF[verdict], int(input_tokens),
+                                  int(output_tokens), float(usd)))
+        return cls(language or None, results)
+
+
+_VERDICT = {True: "1", False: "0", None: "-"}
+_VERDICT_OF = {text: verdict for verdict, text in _VERDICT.items()}
+#: what would break the token apart: a language code holds none of it, a malformed one is "other" anyway
+_UNSAFE = str.maketrans({";": "_", ",": "_", " ": "_", "\n": "_"})
 
 
 def summarize(record: Record, scores: list[Score]) -> Evaluations:

@@ -65,17 +65,18 @@ class MonitorSeries:
 
     def settled(self, record: Record, evaluations: Evaluations | bytes | None, latency_ms: float | None) -> None:
         """Count a settled record. ``evaluations``: its summary, or the scoring process's encoding of it,
-        decoded only once there are instruments to record on."""
+        decoded only once there are instruments to record on. Per record, so kept lean."""
         self._progress_at = time.monotonic()
-        instruments = self.instruments()
+        instruments = self._instruments or self.instruments()
         if instruments is None:  # "auto" with no MeterProvider yet: nothing reads these counts
             return
         if isinstance(evaluations, bytes):
             evaluations = Evaluations.decode(evaluations)
+        results = evaluations.results if evaluations is not None else ()
         with self._lock:
             if latency_ms is not None:
                 self.duration_s += latency_ms / 1000.0
-            for name, result in zip(self.names, evaluations.results if evaluations else (), strict=False):
+            for name, result in zip(self.names, results):  # noqa: B905 - one result per metric, in order
                 self._evaluations[(name, result.outcome)] += 1
                 if result.input_tokens or result.output_tokens or result.usd:
                     self._tokens[(name, "input")] += result.input_tokens
@@ -85,7 +86,7 @@ class MonitorSeries:
             return
         language = instruments.language(record.language or evaluations.language)
         context = None
-        for name, result in zip(self.names, evaluations.results, strict=False):
+        for name, result in zip(self.names, results):  # noqa: B905
             if result.value is None:
                 continue
             if result.hallucinated and context is None:
