@@ -247,7 +247,12 @@ class Monitor(Workers):
                              evaluations=self.telemetry is not None)
         slots = max(1, workers) * max(1, len(self.metrics)) * 2
         self._metric_pool = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="groundtrace-metric")
-        self._scorers = [self._scorer(setup, ray_address) for _ in range(max(1, workers))]
+        try:
+            self._scorers = [self._scorer(setup, ray_address) for _ in range(max(1, workers))]
+        except BaseException:  # a Monitor that never starts serves no metrics: its endpoint is let go
+            if self.telemetry is not None:
+                self.telemetry.close()
+            raise
         self._workers = [
             threading.Thread(target=self._work, args=(scorer,), name=f"groundtrace-worker-{i}", daemon=True)
             for i, scorer in enumerate(self._scorers)

@@ -5,6 +5,7 @@ application's own MeterProvider found after groundtrace started. And the setting
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 import textwrap
@@ -140,3 +141,12 @@ def test_telemetry_settings() -> None:
         Settings.from_env({"OTEL_EXPORTER_PROMETHEUS_PORT": "nine"})
     with pytest.raises(ValueError, match="needs an endpoint: set OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"):
         Monitor(["lexical"], "none", telemetry="otlp", settings=Settings(sinks=[]), isolation="thread")
+
+
+def test_a_port_in_use_is_an_error_that_names_the_address(in_tmp) -> None:
+    with socket.socket() as holder:  # something else of this machine listens there
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        busy = holder.getsockname()[1]
+        with pytest.raises(OSError, match=f"cannot listen on 127.0.0.1:{busy}.*prometheus:HOST:PORT"):
+            Monitor(["lexical"], "none", telemetry=f"prometheus:127.0.0.1:{busy}", isolation="thread")

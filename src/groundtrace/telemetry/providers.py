@@ -104,7 +104,11 @@ def open_endpoint(host: str, port: int) -> Endpoint:
     with _own_lock:
         endpoint = _endpoints.get((host, port)) if port else None
         if endpoint is None:
-            server, thread = start_http_server(port, addr=host)
+            try:
+                server, thread = start_http_server(port, addr=host)
+            except OSError as error:  # a port in use, an address not of this machine: a setting to change
+                raise OSError(f"the Prometheus endpoint cannot listen on {host}:{port}: {error}; name another "
+                              "with telemetry='prometheus:HOST:PORT' or OTEL_EXPORTER_PROMETHEUS_HOST/_PORT") from error
             endpoint = Endpoint(host, server.server_address[1], server, thread)
             _endpoints[(host, endpoint.port)] = endpoint
             log.info("groundtrace: Prometheus endpoint at %s", endpoint.url)
