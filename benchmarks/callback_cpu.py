@@ -3,7 +3,7 @@ it goes: the LangChain handler on a RAG chain and on an agent, the LlamaIndex ha
 engine and on a FunctionAgent.
 
     python benchmarks/callback_cpu.py [--cases chain,agent,li-query,li-agent] [--n 2000]
-        [--sample-rate 0] [--baseline GIT_REF] [--parts-n 1000]
+        [--sample-rate 0] [--baseline GIT_REF] [--parts-n 1000] [--telemetry]
 
 1. Added CPU per request: every request runs with no handler, with a handler that does nothing
    (what the framework charges for any handler: its floor), with groundtrace's and, with
@@ -19,6 +19,11 @@ engine and on a FunctionAgent.
    framework's work, with cold caches, about as much as the callbacks themselves.)
 3. The Monitor's worker: the CPU of building one kept Record (the contexts chosen, the Record
    validated), with ``sample_rate=1``.
+4. With ``--telemetry`` (LangChain cases): the Monitor's own metrics (groundtrace.telemetry) on an SDK
+   MeterProvider. Every record scored (lexical, in its scoring process, and in a thread), metrics
+   off and on: the application thread's CPU per request (the metrics are recorded on the worker's
+   thread, so the two should not differ), and the worker thread's CPU per scored record spent
+   recording them (decoding the scoring process's summary, the histogram, the counts).
 
 The chain is retriever -> prompt -> chat model -> parser (integrations/langchain/benchmarks/
 overhead.py); the agent is langchain's create_agent with a retriever tool and a scripted model (two
@@ -355,6 +360,49 @@ def worker_build_cpu(case: Case, monitor_arm: Callable[[Any], Any], n: int) -> t
     return (statistics.median(spent) / 1000.0 if spent else float("nan")), len(spent)
 
 
+def metrics_cpu(case: Case, monitor_arm: Callable[[Any], Any], n: int, warmup: int) -> None:
+    """4.: every record scored, metrics off and on, per isolation: the application thread's CPU per
+    request, and the worker thread's CPU per record recording the metrics."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    provider = MeterProvider([InMemoryMetricReader()])  # an exporter's reader; collection is not per record
+    for isolation in ("process", "thread"):
+        metrics_cpu_in(case, monitor_arm, provider, isolation, n, warmup)
+
+
+def metrics_cpu_in(case: Case, monitor_arm: Callable[[Any], Any], provider: Any, isolation: str, n: int,
+                   warmup: int) -> None:
+    from groundtrace.monitor import Monitor
+
+    off, on = (Monitor(metrics=["lexical"], sinks="none", isolation=isolation, telemetry=telemetry,
+                       flush_at_exit=False, queue_size=2 * (n + warmup) + 10) for telemetry in ("none", provider))
+    spent: list[int] = []
+    record_metrics = on._record_metrics
+
+    def timed(item: Any, outcome: Any) -> None:
+        started = time.thread_time_ns()
+        record_metrics(item, outcome)
+        spent.append(time.thread_time_ns() - started)
+
+    on._record_metrics = timed  # type: ignore[method-assign]
+    for monitor in (off, on):  # the scoring process started, every import done
+        case.request(monitor_arm(monitor), 0)
+        monitor.flush(120)
+    spent.clear()
+    arms = {"none": [], "scored": monitor_arm(off), "scored + metrics": monitor_arm(on)}
+    added = added_cpu(case, arms, n, warmup)
+    for monitor in (off, on):
+        monitor.flush(300)
+    print(f"  every record scored (lexical, isolation {isolation}), the application thread's CPU added per request:")
+    for arm in ("scored", "scored + metrics"):
+        print(f"    {arm:<18} {added[arm] * 1000:+7.1f} µs")
+    print(f"  the worker thread recording the metrics: {statistics.median(spent) / 1000:.1f} µs per scored "
+          f"record (median of {len(spent)}; mean {statistics.fmean(spent) / 1000:.1f})")
+    off.close()
+    on.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", default="chain,agent,li-query,li-agent")
@@ -363,6 +411,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=100)
     parser.add_argument("--sample-rate", type=float, default=0.0)
     parser.add_argument("--baseline", metavar="GIT_REF", default=None)
+    parser.add_argument("--telemetry", action="store_true", help="4.: the cost of the Monitor's metrics")
     args = parser.parse_args()
 
     from groundtrace.monitor import Monitor
@@ -401,6 +450,9 @@ def main() -> None:
                 return [GroundtraceCallbackHandler(monitor=monitor)]
 
             build, built = worker_build_cpu(case, langchain_arm, args.parts_n // scale)
+            if args.telemetry:
+                print(f"  the Monitor's metrics ({args.parts_n // scale} requests per arm):")
+                metrics_cpu(case, langchain_arm, args.parts_n // scale, args.warmup)
         else:
             from groundtrace_llamaindex.handlers import GroundtraceEventHandler, GroundtraceSpanHandler
             from groundtrace_llamaindex.tracker import RootTracker

@@ -21,7 +21,9 @@
    by ``lexical`` (the block ends when the Monitor has settled every record). The difference between
    the last two is the app-side cost of a scored record: time.process_time() counts every thread
    of this process (the Monitor's worker included) and none of the scoring process's; the worker
-   thread's own share is read from /proc (Linux).
+   thread's own share is read from /proc (Linux). The scored variants run once more with the Monitor's
+   metrics on an SDK MeterProvider (groundtrace.telemetry): the difference is what they cost per
+   scored record.
 
 An application shape is a function ``shape(wait_s) -> App`` in APPS: ``lcel_rag`` (the chain
 above) and ``langgraph_agent`` (langchain's create_agent with a retriever tool: two model calls per
@@ -334,11 +336,21 @@ def cpu_block(app: App, monitor: Monitor | None, calls: int) -> tuple[float, flo
 
 def cpu_section(app_shape: str, calls: int, rounds: int) -> None:
     app = APPS[app_shape](0.0)
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    provider = MeterProvider([InMemoryMetricReader()])  # the Monitor's metrics (groundtrace.telemetry) on an SDK
     monitors: dict[str, Monitor | None] = {
         "langchain alone": None,
         "+ callbacks (sampled out)": monitor_factory(None, "thread", None)(),
-        "+ scored, lexical/process": monitor_factory("lexical", "process", None, queue_size=calls + 10)(),
-        "+ scored, lexical/thread": monitor_factory("lexical", "thread", None, queue_size=calls + 10)(),
+        "+ scored, lexical/process": monitor_factory("lexical", "process", None, queue_size=calls + 10,
+                                                     telemetry="none")(),
+        "+ scored, lexical/thread": monitor_factory("lexical", "thread", None, queue_size=calls + 10,
+                                                    telemetry="none")(),
+        "+ scored, lexical/process, metrics": monitor_factory("lexical", "process", None, queue_size=calls + 10,
+                                                              telemetry=provider)(),
+        "+ scored, lexical/thread, metrics": monitor_factory("lexical", "thread", None, queue_size=calls + 10,
+                                                             telemetry=provider)(),
     }
     for monitor in monitors.values():
         if monitor is not None:
@@ -372,6 +384,11 @@ def cpu_section(app_shape: str, calls: int, rounds: int) -> None:
     for name in ("+ scored, lexical/process", "+ scored, lexical/thread"):
         worker = f"{statistics.median(workers[name]):.3f}" if workers[name] else "—"
         print(f"| {name} | {median[name]:.3f} | {median[name] - callbacks:+.3f} vs callbacks (per scored record) "
+              f"| {worker} |")
+    for name in ("+ scored, lexical/process, metrics", "+ scored, lexical/thread, metrics"):
+        worker = f"{statistics.median(workers[name]):.3f}" if workers[name] else "—"
+        without = name.removesuffix(", metrics")
+        print(f"| {name} | {median[name]:.3f} | {median[name] - median[without]:+.3f} vs without metrics "
               f"| {worker} |")
     if unsettled:
         print(f"  warning: {unsettled} records of the scored blocks were not scored (see the Monitor's counters)")

@@ -38,12 +38,17 @@ def phoenix_serve(workdir: Path, limit_s: float = 120) -> Iterator[str]:
         wait_until_healthy(url, server, log_path, limit_s)
         yield url
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=5)
+        stop_process(server)
+
+
+def stop_process(server: subprocess.Popen) -> None:
+    """Terminate a server the test started; kill it if it does not stop."""
+    server.terminate()
+    try:
+        server.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait(timeout=5)
 
 
 def wait_until_healthy(url: str, server: subprocess.Popen, log_path: Path, limit_s: float) -> None:

@@ -78,6 +78,8 @@ MAY_IMPORT = {part: allowed | BOTTOM for part, allowed in {
     "backends": {"backends", "text", "_extras", "config", "record", "score"},
     "metrics": {"metrics", "backends", "detector", "text", "_extras", "config", "record", "score"},
     "sinks": {"sinks", "_extras", "config", "privacy", "record", "score", "trace_context"},
+    # the Monitor's own metrics read Records and Scores (and the Monitor, duck-typed: it imports them)
+    "telemetry": {"telemetry", "_extras", "config", "record", "score"},
     "report": {"report", "classification", "io", "record", "score"},
     # sources read platforms the sinks write to (one client builder each, the sinks' ids of a score)
     "sources": {"sources", "sinks", "_extras", "config", "record", "score"},

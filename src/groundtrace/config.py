@@ -36,6 +36,14 @@ Everything else receives a :class:`Settings` (or plain arguments) and reads no e
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT (+ /v1/traces): where the otel
                                  sink sends its spans when the process has no tracer provider of its own
                                  (the command line: score --from ... --sinks otel)
+    GROUNDTRACE_TELEMETRY        where the Monitor's own metrics go (groundtrace.telemetry): auto (default: the
+                                 application's MeterProvider, else OTLP when the variables below ask for it),
+                                 otlp, prometheus, prometheus:PORT, prometheus:HOST:PORT, or none
+    OTEL_EXPORTER_OTLP_METRICS_ENDPOINT, else OTEL_EXPORTER_OTLP_ENDPOINT (+ /v1/metrics) when
+                                 OTEL_METRICS_EXPORTER names otlp: where the metrics go over OTLP/HTTP when the
+                                 application has no MeterProvider; OTEL_METRICS_EXPORTER=none: nowhere
+    OTEL_EXPORTER_PROMETHEUS_HOST, OTEL_EXPORTER_PROMETHEUS_PORT: the scrape endpoint of telemetry "prometheus"
+                                 (default localhost:9464)
 The SDK sinks' own variables (LANGSMITH_*, LANGFUSE_*, PHOENIX_*, MLFLOW_*) are their SDKs' business,
 except that the keys among them (SECRET_VARIABLES) are read here too, only to be registered with the
 redactor (groundtrace.redaction): no text groundtrace writes ever shows them.
@@ -158,6 +166,36 @@ def _otlp_traces_endpoint(env: Mapping[str, str]) -> str | None:
     return base.rstrip("/") + "/v1/traces" if base else None
 
 
+def _otlp_metrics_endpoint(env: Mapping[str, str]) -> str | None:
+    """The OTLP/HTTP metrics URL, when the OpenTelemetry variables ask for metrics over OTLP: the
+    metrics endpoint itself, or the base endpoint when OTEL_METRICS_EXPORTER names otlp. A base endpoint
+    alone is not enough: it often points at a traces-only backend, which would refuse metrics."""
+    exporters = {name.lower() for name in _split(env.get("OTEL_METRICS_EXPORTER"))}
+    if "none" in exporters:
+        return None
+    metrics = _text(env, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+    if metrics:
+        return metrics
+    base = _text(env, "OTEL_EXPORTER_OTLP_ENDPOINT")
+    return base.rstrip("/") + "/v1/metrics" if base and "otlp" in exporters else None
+
+
+def check_telemetry(spec: str) -> str:
+    """``spec`` if it names a telemetry target (see groundtrace.telemetry), else a ValueError that says which do."""
+    head, _, address = spec.partition(":")
+    if spec in ("auto", "otlp", "none") or head == "prometheus" and (not address or address.rpartition(":")[2].isdigit()):
+        return spec
+    raise ValueError(f"telemetry {spec!r} is not one of auto, otlp, none, prometheus, prometheus:PORT, "
+                     "prometheus:HOST:PORT")
+
+
+def _prometheus_port(env: Mapping[str, str]) -> int:
+    raw = _text(env, "OTEL_EXPORTER_PROMETHEUS_PORT") or "9464"
+    if not raw.isdigit():
+        raise ValueError(f"OTEL_EXPORTER_PROMETHEUS_PORT={raw!r} is not a port number")
+    return int(raw)
+
+
 @dataclass
 class Settings:
     """Everything groundtrace reads from the environment, read once by :meth:`from_env`.
@@ -189,6 +227,13 @@ class Settings:
     mask: str | None = None
     #: False: sinks get no text (GROUNDTRACE_CAPTURE_TEXT=false)
     capture_text: bool = True
+    #: where the Monitor's own metrics go (GROUNDTRACE_TELEMETRY; see groundtrace.telemetry)
+    telemetry: str = "auto"
+    #: OTLP/HTTP metrics URL when the OpenTelemetry variables ask for metrics over OTLP
+    otlp_metrics_endpoint: str | None = None
+    #: the scrape endpoint of telemetry "prometheus" with no address of its own
+    prometheus_host: str = "localhost"
+    prometheus_port: int = 9464
     #: the values of SECRET_VARIABLES that are set, registered with the redactor
     secrets: tuple[str, ...] = ()
 
@@ -257,5 +302,9 @@ class Settings:
             otlp_traces_endpoint=_otlp_traces_endpoint(env),
             mask=_text(env, "GROUNDTRACE_MASK"),
             capture_text=capture_text is not False,
+            telemetry=check_telemetry(_text(env, "GROUNDTRACE_TELEMETRY") or defaults.telemetry),
+            otlp_metrics_endpoint=_otlp_metrics_endpoint(env),
+            prometheus_host=_text(env, "OTEL_EXPORTER_PROMETHEUS_HOST") or defaults.prometheus_host,
+            prometheus_port=_prometheus_port(env),
             secrets=tuple(value for name in SECRET_VARIABLES if (value := _text(env, name))),
         )

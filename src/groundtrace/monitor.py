@@ -32,6 +32,7 @@ from groundtrace.redaction import get_logger
 from groundtrace.scoring_process import ScoringSetup
 from groundtrace.sinks import close_sinks, flush_sinks, out_of_process
 from groundtrace.sinks.default_store import live_sinks, summary
+from groundtrace.telemetry import build_telemetry
 
 log = get_logger("groundtrace.monitor")
 
@@ -151,6 +152,12 @@ class Monitor(Workers):
     past it new records are not taken (counted ``over_budget``: dropped, in a counter of their own,
     since it is load and not the trace that decides) and no new batch starts until the debt is paid;
     nor are records taken while those waiting would cost more than the budget pays in a second. None (default): ``settings.cpu_budget`` (GROUNDTRACE_CPU_BUDGET), else no bound.
+
+    ``telemetry``: where the Monitor's own metrics go (scores, flagged and error counts, its health; see
+    groundtrace.telemetry): "auto" (the application's MeterProvider, else OTLP when the OpenTelemetry
+    variables ask for it), "otlp", "prometheus[:[HOST:]PORT]" (a scrape endpoint), a MeterProvider, or
+    "none". None (default): ``settings.telemetry`` (GROUNDTRACE_TELEMETRY), else "auto". They are recorded
+    on the workers' threads as records settle, never on the application's.
     """
 
     @classmethod
@@ -162,7 +169,7 @@ class Monitor(Workers):
             metrics=settings.metrics, sinks=settings.sinks, sample_rate=settings.sample_rate,
             queue_size=settings.queue_size, workers=settings.workers, metric_timeout_s=settings.metric_timeout_s,
             options=settings.options, isolation=settings.isolation, mask=settings.mask,
-            capture_text=settings.capture_text, cpu_budget=settings.cpu_budget)
+            capture_text=settings.capture_text, cpu_budget=settings.cpu_budget, telemetry=settings.telemetry)
         return cls(settings=settings, **{**arguments, **overrides})
 
     def __init__(
@@ -184,6 +191,7 @@ class Monitor(Workers):
         mask: Mask | str | None = None,
         capture_text: bool | None = None,
         cpu_budget: float | None = None,
+        telemetry: Any = None,
     ) -> None:
         from groundtrace.sinks import build_sinks, register_trace_links
 
@@ -224,6 +232,9 @@ class Monitor(Workers):
         self._stored = 0  # records delivered to the default store
         self._warmed: dict[str, str] | None = None  # the metrics that cannot load, once warmed up here
         self._warm_lock = threading.Lock()
+        self._workers: list[threading.Thread] = []
+        telemetry = (settings.telemetry if settings is not None else "auto") if telemetry is None else telemetry
+        self.telemetry = build_telemetry(telemetry, settings, self, self._stats, [m.name for m in self.metrics])
         # the sinks the scoring process builds and feeds itself; the rest (otel, mlflow, objects) run here
         moved = [out_of_process(name, sink) for name, sink in zip(names, self.sinks, strict=True)] \
             if self.isolation == "process" else [False] * len(self.sinks)
@@ -232,10 +243,16 @@ class Monitor(Workers):
         self._masks_travel = self.isolation == "process" and (self.mask is None or own_mask is not None)
         setup = ScoringSetup(specs, [name for name, away in zip(names, moved, strict=True) if away],
                              sink_settings.to_json() if any(moved) and sink_settings is not None else None,
-                             own_mask if self._masks_travel else None, self.capture_text, bool(self._own_sinks))
+                             own_mask if self._masks_travel else None, self.capture_text, bool(self._own_sinks),
+                             evaluations=self.telemetry is not None)
         slots = max(1, workers) * max(1, len(self.metrics)) * 2
         self._metric_pool = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="groundtrace-metric")
-        self._scorers = [self._scorer(setup, ray_address) for _ in range(max(1, workers))]
+        try:
+            self._scorers = [self._scorer(setup, ray_address) for _ in range(max(1, workers))]
+        except BaseException:  # a Monitor that never starts serves no metrics: its endpoint is let go
+            if self.telemetry is not None:
+                self.telemetry.close()
+            raise
         self._workers = [
             threading.Thread(target=self._work, args=(scorer,), name=f"groundtrace-worker-{i}", daemon=True)
             for i, scorer in enumerate(self._scorers)
@@ -336,6 +353,8 @@ class Monitor(Workers):
         for worker in self._workers:
             worker.join(timeout=1.0)
         self._metric_pool.shutdown(wait=False, cancel_futures=True)
+        if self.telemetry is not None:
+            self.telemetry.close()
         for problem in close_sinks(self.sinks):
             log.warning("groundtrace: %s", problem)
         stats = self.stats
@@ -356,6 +375,11 @@ class Monitor(Workers):
                 self._stats.dropped += 1
                 self._in_flight -= 1
                 self._idle.notify_all()
+
+    @property
+    def workers_alive(self) -> int:
+        """Worker threads still running (0 once the Monitor is closed, or if they died)."""
+        return sum(worker.is_alive() for worker in self._workers)
 
     @property
     def stats(self) -> MonitorStats:

@@ -33,6 +33,7 @@ from groundtrace.scoring_child import flagged_mask, warm_up_all
 from groundtrace.scoring_process import Item, Outcome, ScoringProcess
 from groundtrace.sinks import emit_all
 from groundtrace.sinks.default_store import announce
+from groundtrace.telemetry.evaluations import Evaluations, failed, summarize
 
 log = get_logger("groundtrace.monitor")
 STOP = object()
@@ -76,6 +77,7 @@ class Workers:
     _stored: int
     _warmed: dict[str, str] | None
     _warm_lock: threading.Lock
+    telemetry: Any  # groundtrace.telemetry.series.MonitorSeries, or None
 
     def _work(self, scorer: Any) -> None:
         if scorer is not None:
@@ -171,6 +173,8 @@ class Workers:
     def _score_batch(self, scorer: Any, batch: list[tuple[Record | PendingRecord, Mask | None]]) -> None:
         started_cpu = time.thread_time()
         spent_before = self._stats.cpu_s
+        if self.telemetry is not None:
+            self.telemetry.progress()
         items = self._take_in(batch)
         if isinstance(scorer, ScoringProcess):
             scorer.run(items, self.metric_timeout_s, self._settle, self._abandoning)
@@ -279,3 +283,18 @@ class Workers:
             self._idle.notify_all()
         if stored and self.default_store is not None:
             announce(self.default_store)  # once per process: the first record that reached the default store
+        if self.telemetry is not None:
+            self._record_metrics(item, outcome)
+
+    def _record_metrics(self, item: Item, outcome: Outcome) -> None:
+        """The Monitor's metrics of one settled record, here on the worker's thread (never the application's)."""
+        try:
+            summary: Evaluations | bytes | None = outcome.evaluations
+            if summary is None and self.telemetry.instruments() is not None:  # made only when recorded
+                if outcome.unscored is not None:
+                    summary = failed(len(self.metrics), item.record.language)
+                elif outcome.deliver is not None:
+                    summary = summarize(*outcome.deliver)
+            self.telemetry.settled(item.record, summary, outcome.latency_ms)
+        except Exception:  # a metrics bug must not stop the worker; said each time, never swallowed
+            log.exception("groundtrace: recording the metrics of record %s failed", item.record.id)

@@ -26,6 +26,7 @@ from groundtrace.record import InvalidInput, Record, placeholder_record
 from groundtrace.redaction import get_logger, redact
 from groundtrace.score import Score
 from groundtrace.sinks import build_sinks, close_sinks, emit_all, flush_sinks
+from groundtrace.telemetry.evaluations import summarize
 
 log = get_logger("groundtrace.scoring_child")
 #: the niceness the scoring process asks for (19: the lowest priority an unprivileged process gets)
@@ -80,6 +81,7 @@ class Server:
         self.mask = load_mask(config.get("mask"))
         self.capture_text = bool(config.get("capture_text", True))
         self.returns = bool(config.get("returns", False))
+        self.evaluations = bool(config.get("evaluations", False))
         self.channel = channel
         self._call_masks: dict[str, Mask] = {}
         self.cannot_load = warm_up_all(self.metrics)  # models load now, as part of the start
@@ -111,6 +113,7 @@ class Server:
             record, changed = Record(), False
             scores = [m.error(f"the scoring process could not read the record: {type(error).__name__}", None)
                       for m in self.metrics]
+        summary = summarize(record, scores).encode() if self.evaluations else None  # before the text goes
         if not self.capture_text:
             record, scores, changed = *without_text(record, scores), True
         if self.sinks:
@@ -122,6 +125,8 @@ class Server:
         line = b"o%d %d %d %.3f %.6f %d" % (index, all(s.ok for s in scores), sink_errors,
                                             (time.perf_counter() - started) * 1000.0,
                                             time.process_time() - self.started_cpu, flagged_mask(scores))
+        if summary is not None:
+            line += b" " + summary
         if self.returns:
             back = [record.model_dump(mode="json") if changed else None, [s.model_dump(mode="json") for s in scores]]
             line += b" " + json.dumps(back, ensure_ascii=False).encode()

@@ -19,8 +19,9 @@ The protocol, one message a line on binary pipes:
   on), an empty line ending each batch. End of input: the child closes its sinks and exits.
 - child to parent: ``ready`` (or ``failed: why``); for each item ``d`` when its Scores go to the
   sinks, then ``o`` + ``index ok sink_errors ms child_cpu_s flagged`` (flagged: bit i set when the i-th
-  metric flagged the answer; and, when the application has sinks of
-  its own, JSON ``[record or null, scores]``); ``l`` + JSON ``[level, logger, message]`` for a
+  metric flagged the answer), then, when the Monitor records metrics, the Scores' summary
+  (groundtrace.telemetry.evaluations, one token), and, when the application has sinks of
+  its own, JSON ``[record or null, scores]``; ``l`` + JSON ``[level, logger, message]`` for a
   warning of the child's, logged here.
 
 A record that overruns its time budget (``metric_timeout_s`` per metric) gets the child killed; a
@@ -45,6 +46,7 @@ from typing import Any
 from groundtrace.record import Record
 from groundtrace.redaction import get_logger
 from groundtrace.score import Score
+from groundtrace.telemetry.evaluations import Evaluations
 
 log = get_logger("groundtrace.scoring_process")
 
@@ -209,6 +211,8 @@ class Outcome:
     unscored: str | None = None
     #: bit i set: the i-th metric flagged the answer as hallucinated
     flagged: int = 0
+    #: the Scores' summary for the Monitor's metrics (the scoring process's encoding, decoded when used)
+    evaluations: Evaluations | bytes | None = None
 
 
 _PLAIN = b'["s",null,true,null,'  # the usual item: score it, nothing to mask in the child
@@ -230,10 +234,11 @@ class ScoringProcess(ChildProcess):
     def __init__(self, specs: Sequence[tuple[str, Mapping[str, Any]]], *, sinks: Sequence[str] = (),
                  settings: str | None = None, mask: str | None = None, capture_text: bool = True,
                  returns: bool = True, start_timeout_s: float = 60.0, retry_after_s: float = 10.0,
-                 poll_s: float = 0.02) -> None:
+                 poll_s: float = 0.02, evaluations: bool = False) -> None:
         """``sinks``: names of the sinks the child builds (from ``settings``, Settings.to_json());
         ``mask``: the Monitor's mask by reference, applied in the child; ``returns``: the application
-        has sinks of its own, so the child sends each record's Scores back."""
+        has sinks of its own, so the child sends each record's Scores back; ``evaluations``: the Monitor
+        records metrics, so the child sends each record's summary of its Scores."""
         super().__init__(start_timeout_s, retry_after_s)
         self.specs = [(name, dict(options)) for name, options in specs]
         self.sinks = list(sinks)
@@ -242,6 +247,7 @@ class ScoringProcess(ChildProcess):
         self.capture_text = capture_text
         self.returns = returns
         self.poll_s = poll_s
+        self.evaluations = evaluations
         self._child_cpu = 0.0
 
     def _command(self) -> list[str]:
@@ -251,7 +257,8 @@ class ScoringProcess(ChildProcess):
         self._child_cpu = 0.0
         paths = [p for p in sys.path if p and not p.endswith("_bootstrap")]  # what this process can import
         return json.dumps({"metrics": self.specs, "sinks": self.sinks, "settings": self.settings, "mask": self.mask,
-                           "capture_text": self.capture_text, "returns": self.returns, "sys_path": paths}).encode() + b"\n"
+                           "capture_text": self.capture_text, "returns": self.returns, "sys_path": paths,
+                           "evaluations": self.evaluations}).encode() + b"\n"
 
     def run(self, items: list[Item], metric_timeout_s: float, settle: Callable[[Item, Outcome], None],
             stopping: Callable[[], bool] = lambda: False) -> None:
@@ -329,15 +336,17 @@ class ScoringProcess(ChildProcess):
         return [Item(current.record, current.masked, current.mask, "f", reason), *rest]
 
     def _outcome(self, item: Item, payload: bytes) -> Outcome:
-        """``index ok sink_errors ms cpu_s flagged[ json]``: six numbers split, not parsed as JSON; the
-        JSON (the record if the child changed it, and the Scores) only for the application's own sinks."""
-        fields = payload.split(b" ", 6)
+        """``index ok sink_errors ms cpu_s flagged[ summary][ json]``: six numbers split, not parsed as
+        JSON; the summary kept as it came (decoded only where metrics are recorded); the JSON (the record
+        if the child changed it, and the Scores) only for the application's own sinks."""
+        extra = 1 if self.evaluations else 0
+        fields = payload.split(b" ", 6 + extra)
         cpu = float(fields[4])
         spent, self._child_cpu = max(0.0, cpu - self._child_cpu), cpu
         outcome = Outcome("scored" if fields[1] == b"1" else "failed", int(fields[2]), float(fields[3]), spent,
-                          flagged=int(fields[5]))
-        if self.returns and len(fields) > 6:
-            changed, scores = json.loads(fields[6].decode("utf-8"))
+                          flagged=int(fields[5]), evaluations=fields[6].rstrip() if extra else None)
+        if self.returns and len(fields) > 6 + extra:
+            changed, scores = json.loads(fields[6 + extra].decode("utf-8"))
             record = item.record if changed is None else Record.model_validate(changed)
             outcome.deliver = (record, [Score.model_validate(score) for score in scores])
         return outcome
@@ -361,7 +370,8 @@ class ScoringSetup:
     mask: str | None = None
     capture_text: bool = True
     returns: bool = True
+    evaluations: bool = False
 
     def build(self) -> ScoringProcess:
         return ScoringProcess(self.specs, sinks=self.sinks, settings=self.settings, mask=self.mask,
-                              capture_text=self.capture_text, returns=self.returns)
+                              capture_text=self.capture_text, returns=self.returns, evaluations=self.evaluations)

@@ -1,0 +1,139 @@
+"""One Monitor's share of the metrics: what it counts as its records settle, on its worker threads.
+
+The counts are plain numbers under a lock (well under a µs each); the provider's observable instruments
+read them when it collects (groundtrace.telemetry.instruments). The one SDK call per record is the score
+histogram, one measurement per metric value; a flagged answer's measurement is recorded under the
+request's span context, rebuilt from the record's trace and span ids (the request's span has long ended
+when its score arrives), so the SDK keeps it as an exemplar that leads from a spike to the trace.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from groundtrace.record import Record
+from groundtrace.telemetry.evaluations import OUTCOMES, Evaluations
+from groundtrace.telemetry.instruments import Instruments
+
+
+class MonitorSeries:
+    """``counts``: the Monitor's own MonitorStats object (held, so its counters never go back down, even
+    after the Monitor is gone); ``monitor``: read weakly for the gauges (queue, workers, latency)."""
+
+    def __init__(self, monitor: Any, counts: Any, metric_names: Sequence[str],
+                 bind: Callable[[], Instruments | None], on_close: Callable[[], None] | None = None) -> None:
+        self._monitor = weakref.ref(monitor)
+        self._on_close = on_close
+        self.counts = counts
+        self.names = list(metric_names)
+        self._bind = bind
+        self._instruments: Instruments | None = None
+        self._lock = threading.Lock()
+        self._evaluations = {(name, outcome): 0 for name in self.names for outcome in OUTCOMES}
+        self._tokens = {(name, kind): 0 for name in self.names for kind in ("input", "output")}
+        self.usd = dict.fromkeys(self.names, 0.0)
+        self.duration_s = 0.0
+        self._progress_at = time.monotonic()
+        self.closed = False
+        #: the scrape endpoint this Monitor serves its metrics on (telemetry "prometheus"), else None
+        self.endpoint: Any = None
+        self.instruments()
+
+    def instruments(self) -> Instruments | None:
+        """The instruments this Monitor records on, once there are any (with telemetry "auto", once the
+        application has installed its MeterProvider)."""
+        if self._instruments is None:
+            self._instruments = self._bind()
+            if self._instruments is not None:
+                self._instruments.attach(self)
+        return self._instruments
+
+    def close(self) -> None:
+        """The Monitor closed: its gauges read 0 from now on (its counters stay)."""
+        self.closed = True
+        if self._on_close is not None:
+            self._on_close()
+
+    # ----------------------------------------------------------------------- the worker's side
+    def progress(self) -> None:
+        """A worker took a batch or settled a record: the Monitor is not stalled."""
+        self._progress_at = time.monotonic()
+
+    def settled(self, record: Record, evaluations: Evaluations | bytes | None, latency_ms: float | None) -> None:
+        """Count a settled record. ``evaluations``: its summary, or the scoring process's encoding of it,
+        decoded only once there are instruments to record on. Per record, so kept lean."""
+        self._progress_at = time.monotonic()
+        instruments = self._instruments or self.instruments()
+        if instruments is None:  # "auto" with no MeterProvider yet: nothing reads these counts
+            return
+        if isinstance(evaluations, bytes):
+            evaluations = Evaluations.decode(evaluations)
+        results = evaluations.results if evaluations is not None else ()
+        with self._lock:
+            if latency_ms is not None:
+                self.duration_s += latency_ms / 1000.0
+            for name, result in zip(self.names, results):  # noqa: B905 - one result per metric, in order
+                self._evaluations[(name, result.outcome)] += 1
+                if result.input_tokens or result.output_tokens or result.usd:
+                    self._tokens[(name, "input")] += result.input_tokens
+                    self._tokens[(name, "output")] += result.output_tokens
+                    self.usd[name] += result.usd
+        if evaluations is None:
+            return
+        language = instruments.language(record.language or evaluations.language)
+        context = None
+        for name, result in zip(self.names, results):  # noqa: B905
+            if result.value is None:
+                continue
+            if result.hallucinated and context is None:
+                context = request_context(record)
+            instruments.score.record(result.value, instruments.score_attributes(name, result.label, language),
+                                     context=context if result.hallucinated else None)
+
+    # ------------------------------------------------------------------------ read at collection
+    def evaluation_counts(self) -> list[tuple[tuple[str, ...], float]]:
+        with self._lock:
+            return [(key, count) for key, count in self._evaluations.items()]
+
+    def token_counts(self) -> list[tuple[tuple[str, ...], float]]:
+        with self._lock:
+            return [(key, count) for key, count in self._tokens.items()]
+
+    def queued(self) -> int:
+        monitor = self._monitor()
+        return 0 if monitor is None or self.closed else monitor.stats.queued
+
+    def workers(self) -> int:
+        monitor = self._monitor()
+        return 0 if monitor is None or self.closed else monitor.workers_alive
+
+    def stalled_s(self) -> float:
+        """Seconds since the last progress, while records wait; 0 when none do."""
+        return time.monotonic() - self._progress_at if self.queued() else 0.0
+
+    def latency_s(self) -> dict[str, float]:
+        monitor = self._monitor()
+        if monitor is None:
+            return {}
+        stats = monitor.stats
+        found = {"0.5": stats.latency_ms_p50, "0.95": stats.latency_ms_p95}
+        return {quantile: ms / 1000.0 for quantile, ms in found.items() if ms is not None}
+
+
+def request_context(record: Record) -> Any:
+    """The OpenTelemetry context of the record's request span, rebuilt from its ids (None without them)."""
+    if not record.trace_id or not record.span_id:
+        return None
+    from opentelemetry import trace
+    from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+    try:
+        trace_id, span_id = int(record.trace_id, 16), int(record.span_id, 16)
+    except ValueError:  # ids that are not hex name no OpenTelemetry span: no exemplar, the value still counts
+        return None
+    parent = SpanContext(trace_id=trace_id, span_id=span_id, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    return trace.set_span_in_context(NonRecordingSpan(parent))
