@@ -24,18 +24,3 @@ def test_a_call_remembered_again_is_the_newest_and_evicted_last():
     calls.remember("call-0", "a", "turn-2", error=False)  # the same id, seen again by a later turn
     calls.remember("call-2", "c", "turn-3", error=False)
     assert (calls.find("call-0", "a"), calls.find("call-1", "b")) == (EarlierCall("turn-2", False), None)
-
-
-def test_an_output_is_rendered_only_when_a_later_turn_looks_it_up():
-    rendered = []
-
-    def render(output):
-        rendered.append(output)
-        return output["text"]
-
-    calls = EarlierCalls()
-    calls.remember("call-0", {"text": OUTAGE}, "turn-1", error=True, render=render)
-    assert rendered == []  # nothing rendered at the turn's end, on the application's thread
-    assert calls.find("call-0", OUTAGE) == EarlierCall("turn-1", True)
-    assert calls.find("call-0", "other text") is None
-    assert len(rendered) == 2

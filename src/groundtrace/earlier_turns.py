@@ -11,9 +11,7 @@ and the call id; the turn that ran it was told, by ``ToolOutput.is_error``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 # far above the tool calls of the conversations one process keeps in memory at once
 MAX_CALLS = 4096
@@ -26,33 +24,27 @@ class EarlierCall:
 
 
 class EarlierCalls:
-    """Written on the application's thread at a turn's end (under the integration's lock: two turns
-    may end at once), read by the Monitor's worker: a dict's get and set are atomic, so reads take no lock.
-
-    What is kept is the call's output object as the tool returned it, and how to render it as text:
-    rendering waits for a later turn that looks the call up (off the application's thread), and
-    the text it renders then is compared with the text that turn read."""
+    """Written under the integration's lock (two turns may end at once) where it files an ended turn's
+    calls (LlamaIndex: the application's thread at the turn's end; LangChain: the Monitor's worker,
+    from the ended roots it queued), read by the Monitor's worker: a dict's get and set are atomic,
+    so reads take no lock."""
 
     def __init__(self, limit: int = MAX_CALLS) -> None:
         self._limit = limit
-        # call id -> (the output, its renderer, the call): the text tells a reused id apart
+        # call id -> (hash of the output's text, the call): the hash tells a reused id apart
         # (a scripted model's "call-0", an id a provider repeats across conversations)
-        self._calls: dict[str, tuple[Any, Callable[[Any], str | None], EarlierCall]] = {}
+        self._calls: dict[str, tuple[int, EarlierCall]] = {}
 
     def __len__(self) -> int:
         return len(self._calls)
 
-    def remember(self, call_id: str, output: Any, turn: str, error: bool,
-                 render: Callable[[Any], str | None] = str) -> None:
+    def remember(self, call_id: str, text: str, turn: str, error: bool) -> None:
         self._calls.pop(call_id, None)
-        self._calls[call_id] = (output, render, EarlierCall(turn, error))
+        self._calls[call_id] = (hash(text), EarlierCall(turn, error))
         while len(self._calls) > self._limit:
             del self._calls[next(iter(self._calls))]
 
     def find(self, call_id: str | None, text: str) -> EarlierCall | None:
-        """The earlier call with this id whose output renders exactly as ``text``, if one is remembered."""
+        """The earlier call with this id whose output was exactly ``text``, if one is remembered."""
         found = self._calls.get(call_id) if call_id is not None else None
-        if found is None:
-            return None
-        output, render, call = found
-        return call if render(output) == text else None
+        return found[1] if found is not None and found[0] == hash(text) else None

@@ -137,7 +137,7 @@ def test_an_earlier_turn_this_process_does_not_remember_is_only_said_to_be_earli
 def test_an_earlier_call_id_remembered_with_another_output_names_no_turn(handler, monitor, sink):
     search, agent, config = after_turn_1(handler, monitor, sink)
     # another conversation's call under the same id (a provider's reused id), whose output was another text
-    COLLECTOR.earlier_calls().remember(search.tool_calls[0]["id"], "Closed on Mondays.", "another-turn", False)
+    COLLECTOR.earlier_calls().remember(search.tool_calls[0]["id"], "Closed on Mondays.", "another-turn", error=False)
 
     agent.invoke(user(TURN_2), config=config)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from groundtrace.earlier_turns import MAX_CALLS, EarlierCalls
+from groundtrace.earlier_turns import EarlierCalls
 from groundtrace.redaction import get_logger
 from groundtrace.turn import ModelCall, Turn
 from groundtrace.turn_stats import CaptureCounter, CaptureStats
@@ -29,6 +29,9 @@ from langchain_core.documents import Document
 from groundtrace_langchain.extract import is_error, tool_output_text
 
 Key = tuple[int, int]
+
+# ended roots whose tool calls wait to be filed for later turns (see Collector.ended)
+ENDED_ROOTS = 256
 
 # A root that never ends (a stream dropped without closing it) must not hold memory forever: past
 # this many roots in flight, the oldest is forgotten and counted as evicted.
@@ -112,9 +115,11 @@ class Collector:
         self.counts = CaptureCounter("LangChain")  # where every root went: see stats()
         # the tool calls of ended roots: a later turn of a thread reads them again (handlers come and go).
         # A root's end only appends its tool runs to `ended` (one atomic append on the application's
-        # thread); they are filed into `earlier` when a turn first looks one up (earlier_calls())
+        # thread); the Monitor's worker files them into `earlier` (their text rendered, kept as a hash)
+        # when it builds a Record, or a turn that looks one up does (earlier_calls()). Bounded: with
+        # every record sampled out and no lookup, the oldest ended roots are dropped unread
         self._earlier = EarlierCalls()
-        self.ended: deque[tuple[UUID, dict[int, ToolRun]]] = deque(maxlen=MAX_CALLS)
+        self.ended: deque[tuple[UUID, dict[int, ToolRun]]] = deque(maxlen=ENDED_ROOTS)
 
     def add_root(self, scope: int, root: RootRun) -> list[RootRun]:
         """Track a new root; returns the roots evicted to make room (their spans need ending)."""
@@ -205,9 +210,9 @@ class Collector:
                     run_id, tools = self.ended.popleft()
                     turn = str(run_id)
                     for tool in list(tools.values()):
-                        if tool.call_id and tool.ended:
-                            self._earlier.remember(tool.call_id, tool.output, turn,
-                                                   tool.failed is not None or is_error(tool.output), tool_output_text)
+                        text = tool_output_text(tool.output) if tool.call_id and tool.ended else None
+                        if text and tool.call_id:
+                            self._earlier.remember(tool.call_id, text, turn, tool.failed is not None or is_error(tool.output))
         return self._earlier
 
     def root_of(self, scope: int, run_id: UUID | None) -> RootRun | None:

@@ -329,6 +329,7 @@ class TurnEnd(PendingRecord):
         """The Record, in the Monitor's worker: a failure is groundtrace's own (logged and counted
         in stats().callback_errors; the Monitor counts the record as failed, with error Scores)."""
         try:
+            COLLECTOR.earlier_calls()  # the ended roots' tool calls filed here, off the application's thread
             return self.finish()
         except Exception:
             report_failure("building the record")

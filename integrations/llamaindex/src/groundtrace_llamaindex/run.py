@@ -154,8 +154,10 @@ class RootRun:
 
     def remember_tool_calls(self, earlier: EarlierCalls) -> None:
         """At the run's end: its agent tool calls, for the later turns that read them from memory."""
-        for call_id, output in self.tool_calls:  # rendered as text only when a later turn looks it up
-            earlier.remember(call_id, output, self.span_id, getattr(output, "is_error", False) is True, tool_output_text)
+        for call_id, output in self.tool_calls:
+            text = tool_output_text(output)
+            if text:
+                earlier.remember(call_id, text, self.span_id, getattr(output, "is_error", False) is True)
 
     def start_call(self, event_span: str, llm_span: str, model_input: Any) -> bool:
         """A model call began; False for a nested wrapper of a call already begun (``achat`` ->
