@@ -130,6 +130,8 @@ def test_fit_with_a_cascade_chooses_the_band_and_reports_quality_by_share(tmp_pa
     assert result.exit_code == 0, result.output
     text = " ".join(result.output.split())
     assert "escalating 25% (20 records)" in text and "go to scripted_judge" in text and "$0.01000 a record" in text
+    share = VerdictModel.load(tmp_path / "c.json").cascade.share
+    assert f"expected at this share: ${0.01 * share * 1000:.2f} per 1,000 records" in text
     cascade = VerdictModel.load(tmp_path / "c.json").cascade
     assert cascade is not None and cascade.metric == "scripted_judge" and cascade.share == pytest.approx(0.25, abs=0.05)
     assert cascade.model.features == ["facts", "scripted_judge"]

@@ -101,11 +101,24 @@ def _print(result: Any, verdict: Any, output: Path) -> None:
         out.print(f"cascade: records with a combined probability in [{verdict.cascade.low:.3f}, {verdict.cascade.high:.3f}) "
                   f"go to {verdict.cascade.metric} ({verdict.cascade.share:.0%} of these records)"
                   + (f"; it cost {cost['ms_per_record']:.0f} ms" if cost.get("ms_per_record") is not None else "")
-                  + (f" and ${cost['usd_per_record']:.5f} a record" if cost.get("usd_per_record") is not None else ""))
+                  + (f" and ${cost['usd_per_record']:.5f} a record" if cost.get("usd_per_record") is not None else "")
+                  + _expected(cost, verdict.cascade.share))
     for warning in result.warnings:
         out.print(f"[yellow]warning:[/yellow] {shown(warning)}", soft_wrap=True)
     out.print(f"wrote {output} (threshold {verdict.threshold:.4f}). Use it: groundtrace score FILE -m combined "
               f"-O combined.file={output}, or GROUNDTRACE_VERDICT_FILE={output} for the Monitor", soft_wrap=True)
+
+
+def _expected(cost: dict[str, Any], share: float | None) -> str:
+    """What escalating ``share`` of the records costs, on average over every record."""
+    if not share:
+        return ""
+    parts = []
+    if cost.get("usd_per_record") is not None:
+        parts.append(f"${cost['usd_per_record'] * share * 1000:.2f} per 1,000 records")
+    if cost.get("ms_per_record") is not None:
+        parts.append(f"{cost['ms_per_record'] * share:.0f} ms a record on average")
+    return f"; expected at this share: {' and '.join(parts)}" if parts else ""
 
 
 def _with_interval(m: Any, key: str) -> str:
