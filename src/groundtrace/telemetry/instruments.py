@@ -17,14 +17,27 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from opentelemetry.metrics import CallbackOptions, Observation
 
 from groundtrace.telemetry.evaluations import OUTCOMES
 
-if TYPE_CHECKING:
-    from groundtrace.telemetry.series import MonitorSeries
+
+class MonitorSeries(Protocol):
+    """What the observable instruments read of one Monitor's numbers at collection
+    (groundtrace.telemetry.series.MonitorSeries keeps them; it imports this module, not the reverse)."""
+
+    counts: Any
+    usd: dict[str, float]
+    duration_s: float
+
+    def evaluation_counts(self) -> list[tuple[tuple[str, ...], float]]: ...
+    def token_counts(self) -> list[tuple[tuple[str, ...], float]]: ...
+    def queued(self) -> int: ...
+    def workers(self) -> int: ...
+    def stalled_s(self) -> float: ...
+    def latency_s(self) -> dict[str, float]: ...
 
 # the OpenTelemetry names (the Prometheus exporter writes them with _ for . and a _total or unit suffix)
 SCORE = "gen_ai.evaluation.score"
