@@ -37,6 +37,7 @@ import json
 import lzma
 import random
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -163,18 +164,21 @@ def calibrate(weights: LinearModel, h: np.ndarray, y: np.ndarray, lang: np.ndarr
                        language_offsets={lang_: float(w) for lang_, w in zip(design.languages, model.coef_[0][1:], strict=True)})
 
 
-def paired(a: np.ndarray, b: np.ndarray, y: np.ndarray, groups: np.ndarray, stat, seed: int = 0) -> tuple[float, float, float]:
+def difference(diff: Callable[[np.ndarray], float | None], groups: np.ndarray, seed: int = 0) -> tuple[float, float, float]:
+    """diff over every record, and its 90% paired bootstrap interval over groups (``diff`` reads the
+    records of one draw by their indices; a draw it cannot measure, None, is left out)."""
+    draws = [v for index in fitting.group_resamples(groups, DRAWS, seed) if (v := diff(index)) is not None]
+    point = diff(np.arange(len(groups)))
+    return float(point or 0.0), float(np.percentile(draws, 5)), float(np.percentile(draws, 95))
+
+
+def paired(a: np.ndarray, b: np.ndarray, y: np.ndarray, groups: np.ndarray, stat) -> tuple[float, float, float]:
     """stat(a) - stat(b) and its 90% paired bootstrap interval over groups."""
-    rng = np.random.default_rng(seed)
-    unique, inverse = np.unique(groups, return_inverse=True)
-    members = [np.nonzero(inverse == g)[0] for g in range(len(unique))]
-    diffs = []
-    for _ in range(DRAWS):
-        index = np.concatenate([members[g] for g in rng.integers(0, len(unique), len(unique))])
+    def diff(index: np.ndarray) -> float | None:
         sa, sb = stat(a[index], y[index]), stat(b[index], y[index])
-        if sa is not None and sb is not None:
-            diffs.append(sa - sb)
-    return float(stat(a, y) - stat(b, y)), float(np.percentile(diffs, 5)), float(np.percentile(diffs, 95))
+        return None if sa is None or sb is None else sa - sb
+
+    return difference(diff, groups)
 
 
 def auc(p: np.ndarray, y: np.ndarray) -> float | None:
@@ -271,19 +275,14 @@ def main() -> None:
 
 
 def _diff(a: np.ndarray, b: np.ndarray, y: np.ndarray, groups: np.ndarray, ta: float, tb: float) -> tuple[float, float, float]:
-    rng = np.random.default_rng(0)
-    unique, inverse = np.unique(groups, return_inverse=True)
-    members = [np.nonzero(inverse == g)[0] for g in range(len(unique))]
-
-    def d(index: np.ndarray) -> float | None:
+    """Faithful answers flagged by a at ta minus by b at tb, with its 90% paired interval."""
+    def diff(index: np.ndarray) -> float | None:
         faithful = y[index] == 0
         if not faithful.any():
             return None
         return float((a[index][faithful] >= ta).mean() - (b[index][faithful] >= tb).mean())
 
-    draws = [v for _ in range(DRAWS) if (v := d(np.concatenate([members[g] for g in rng.integers(0, len(unique), len(unique))]))) is not None]
-    point = d(np.arange(len(y)))
-    return float(point or 0.0), float(np.percentile(draws, 5)), float(np.percentile(draws, 95))
+    return difference(diff, groups)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,15 +165,21 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(float(value), 4)
 
 
-def measured(name: str, y: np.ndarray, p: np.ndarray, flagged: np.ndarray, groups: np.ndarray,
-             draws: int, seed: int) -> Measured:
-    point = _figures(y, p, flagged)
+def group_resamples(groups: np.ndarray, draws: int, seed: int) -> Iterator[np.ndarray]:
+    """The record indices of each draw of a group bootstrap: the groups resampled with replacement,
+    each bringing all its records (a source's answers, a paraphrase's twins stay together)."""
     rng = np.random.default_rng(seed)
     unique, inverse = np.unique(groups, return_inverse=True)
     members = [np.nonzero(inverse == g)[0] for g in range(len(unique))]
-    samples: dict[str, list[float]] = {k: [] for k in point}
     for _ in range(draws):
-        index = np.concatenate([members[g] for g in rng.integers(0, len(unique), len(unique))])
+        yield np.concatenate([members[g] for g in rng.integers(0, len(unique), len(unique))])
+
+
+def measured(name: str, y: np.ndarray, p: np.ndarray, flagged: np.ndarray, groups: np.ndarray,
+             draws: int, seed: int) -> Measured:
+    point = _figures(y, p, flagged)
+    samples: dict[str, list[float]] = {k: [] for k in point}
+    for index in group_resamples(groups, draws, seed):
         for key, value in _figures(y[index], p[index], flagged[index]).items():
             if value is not None:
                 samples[key].append(value)
