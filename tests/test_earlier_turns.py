@@ -1,7 +1,7 @@
-"""groundtrace.earlier_turns: the tool calls of ended turns, which a later turn of the conversation
+"""groundtrace.capture.earlier_turns: the tool calls of ended turns, which a later turn of the conversation
 reads again from the agent's memory (both integrations name the turn an earlier output came from)."""
 
-from groundtrace.earlier_turns import EarlierCall, EarlierCalls
+from groundtrace.capture.earlier_turns import EarlierCall, EarlierCalls
 
 OUTAGE = "Error: the fee service is down."
 

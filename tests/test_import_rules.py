@@ -93,7 +93,6 @@ MAY_IMPORT = {part: allowed | BOTTOM for part, allowed in {
     "frame.py": {"_extras", "engine", "io", "metrics", "score"},
     "evaluators.py": {"_extras", "metrics", "record", "score", "sinks", "sources"},
     "record.py": set(), "score.py": {"record"}, "config.py": set(), "trace_context.py": set(), "_extras.py": set(),
-    "session.py": set(),
 }.items()}
 MAY_IMPORT["redaction.py"] = set()
 PUBLIC_METRICS = {"groundtrace.metrics", "groundtrace.metrics.judged"}

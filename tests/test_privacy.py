@@ -134,7 +134,7 @@ def test_a_monitor_takes_values_and_the_environment_reaches_it_through_the_setti
 
 
 def test_the_shared_monitor_of_instrument_and_groundtrace_run_takes_both_from_the_environment(monkeypatch) -> None:
-    from groundtrace import capture
+    from groundtrace.capture import kit as capture
 
     monkeypatch.setenv("GROUNDTRACE_MASK", "tests.privacy_masks:hide_emails")
     monkeypatch.setenv("GROUNDTRACE_CAPTURE_TEXT", "false")

@@ -1,4 +1,4 @@
-"""groundtrace.session: the user-given conversation id, as contextvars carry it."""
+"""groundtrace.capture.session: the user-given conversation id, as contextvars carry it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 import groundtrace
-from groundtrace.session import current_session, session
+from groundtrace.capture.session import current_session, session
 
 
 def test_outside_any_block_there_is_no_session() -> None:

@@ -1,4 +1,4 @@
-"""The one definition of a captured turn (groundtrace.turn), on plain values."""
+"""The one definition of a captured turn (groundtrace.capture.turn), on plain values."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from groundtrace.privacy import apply_mask, text_free_record
 from groundtrace.record import Record
 from groundtrace.sinks import build_sinks
 from groundtrace.sinks.jsonl import JsonlSink
-from groundtrace.turn import (
+from groundtrace.capture.turn import (
     DOCUMENT,
     TOOL,
     NoRecordReasons,

@@ -1,4 +1,4 @@
-"""groundtrace.turn: a passage written by a model call of the same turn stands for what that call
+"""groundtrace.capture.turn: a passage written by a model call of the same turn stands for what that call
 read (a sub-agent's reply, a query engine tool's answer), on plain values: model inputs are strings,
 replies are strings, and the renderers are ``str``."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import logging
 
-from groundtrace.turn import DOCUMENT, MODEL_WRITTEN, TOOL, ModelCall, Passage, ReadCall, Turn, select_contexts
-from groundtrace.turn_stats import CaptureCounter, CaptureStats
+from groundtrace.capture.turn import DOCUMENT, MODEL_WRITTEN, TOOL, ModelCall, Passage, ReadCall, Turn, select_contexts
+from groundtrace.capture.stats import CaptureCounter, CaptureStats
 
 PRICE = "Adult tickets cost 20 euros when bought online and 25 euros at the door."
 HOURS = "The city museum opens at 9 am and closes at 6 pm every day except Monday."

@@ -1,9 +1,9 @@
-"""groundtrace.turn: documents retrieved inside a tool call follow that tool's filter (a tool left out
+"""groundtrace.capture.turn: documents retrieved inside a tool call follow that tool's filter (a tool left out
 with exclude_tools must not come back as the documents it returned)."""
 
 from __future__ import annotations
 
-from groundtrace.turn import TOOL, Passage, ToolFilter, select_contexts
+from groundtrace.capture.turn import TOOL, Passage, ToolFilter, select_contexts
 
 DOC = "The museum opens at 9 am and closes at 6 pm every day except Monday."
 CLOCK = "Today is Monday, the 2nd of March 2026."

@@ -52,7 +52,7 @@ class Record(BaseModel):
     id: str | None = None
     question: str | None = None
     # what the application derived from the question on the way (a condensed standalone question,
-    # tool arguments, retriever queries), in order: see groundtrace.turn
+    # tool arguments, retriever queries), in order: see groundtrace.capture.turn
     queries: list[str] | None = None
     contexts: list[str] | None = None
     answer: str | None = None

@@ -180,7 +180,7 @@ def test_a_handler_built_without_arguments_links_its_first_record_to_the_mlflow_
     """GroundtraceCallbackHandler() builds the shared Monitor (and so its MLflow sink) lazily, after
     the first root run has read its trace links: the MLflow lookup must be in place before that."""
     pytest.importorskip("groundtrace_langchain")
-    from groundtrace import capture
+    from groundtrace.capture import kit as capture
     from groundtrace_langchain import GroundtraceCallbackHandler
     from langchain_core.runnables import RunnableLambda
 

@@ -54,7 +54,7 @@ def expected_record_fields(run_id: uuid.UUID, question: str, documents: list[Doc
         "trace_id": None,
         "span_id": None,
         "run_id": str(run_id),
-        "session_id": None,  # a chain run with no thread, session or groundtrace.session
+        "session_id": None,  # a chain run with no thread, session or groundtrace.capture.session
         "trace_links": {},
     }
 
@@ -338,7 +338,7 @@ def test_constructor_rejects_ambiguous_or_invalid_options(monitor):
 
 
 def test_without_monitor_or_options_the_shared_monitor_is_used_lazily(monkeypatch, tmp_path):
-    from groundtrace import capture
+    from groundtrace.capture import kit as capture
 
     monkeypatch.chdir(tmp_path)  # no sink configured: the default store is written here, not in the checkout
     monkeypatch.setenv("GROUNDTRACE_METRICS", "lexical")

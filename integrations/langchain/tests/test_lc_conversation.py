@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from groundtrace.earlier_turns import EarlierCalls
+from groundtrace.capture.earlier_turns import EarlierCalls
 from groundtrace.monitor import Monitor
 from langchain.agents import create_agent
 from langchain.agents.middleware import ClearToolUsesEdit, ContextEditingMiddleware

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from groundtrace.capture import reset_shared_monitor
+from groundtrace.capture.kit import reset_shared_monitor
 from groundtrace.sinks.default_store import forget_announcements
 from groundtrace_langchain import GroundtraceCallbackHandler
 from lc_app import GROUNDED_ANSWER, rag_chain

@@ -10,7 +10,7 @@ import warnings
 
 import pytest
 
-from groundtrace.session import session
+from groundtrace.capture.session import session
 from langchain.agents import create_agent
 from langchain_core.chat_history import InMemoryChatMessageHistory
 from langchain_core.messages import AIMessage

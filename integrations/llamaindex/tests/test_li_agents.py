@@ -82,7 +82,7 @@ def engine_answer_set_aside(record) -> None:
 @pytest.mark.parametrize("kind", ["function", "react"])
 def test_an_agent_with_a_query_engine_tool_is_scored_against_the_nodes_the_engine_read(index, sink, kind):
     """The bug of issue 21: the record had the tool's input as question and the engine's answer as
-    answer. And the engine's answer stands for the nodes its synthesis read (groundtrace.turn)."""
+    answer. And the engine's answer stands for the nodes its synthesis read (groundtrace.capture.turn)."""
     agent = engine_agent(kind, engine_tool(index), HALLUCINATED)
 
     record, score = run_scored(agent, sink)

@@ -1,4 +1,4 @@
-"""Turns that make no Record say why: once per reason at INFO level (groundtrace.capture), and
+"""Turns that make no Record say why: once per reason at INFO level (groundtrace.capture.kit), and
 counted per reason in groundtrace_llamaindex.stats(); roots that are no one's turn (index building,
 bare embedding or LLM calls) are counted apart and say nothing."""
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from agent_support import searching_agent
-from groundtrace.session import session
+from groundtrace.capture.session import session
 from li_support import QUESTION, TOP_K, ScriptedLLM, assert_nothing_left
 from llama_index.core.memory import ChatMemoryBuffer, Memory
 
@@ -82,7 +82,7 @@ def test_a_query_engine_has_the_apps_session_and_none_outside_it(index, instrume
 
 
 def test_session_sets_and_restores_the_current_conversation():
-    from groundtrace.session import current_session
+    from groundtrace.capture.session import current_session
 
     assert current_session() is None
     with session("outer"):

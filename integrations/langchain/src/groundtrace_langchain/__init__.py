@@ -6,7 +6,7 @@
 or, for the whole process: ``groundtrace_langchain.instrument()``.
 """
 
-from groundtrace.turn_stats import CaptureStats
+from groundtrace.capture.stats import CaptureStats
 from groundtrace_langchain.handler import GroundtraceCallbackHandler
 from groundtrace_langchain.instrumentation import instrument, instrumented_handler, uninstrument
 

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from groundtrace.earlier_turns import EarlierCalls
+from groundtrace.capture.earlier_turns import EarlierCalls
 from groundtrace.redaction import get_logger
-from groundtrace.turn import ModelCall, Turn
-from groundtrace.turn_stats import CaptureCounter, CaptureStats
+from groundtrace.capture.turn import ModelCall, Turn
+from groundtrace.capture.stats import CaptureCounter, CaptureStats
 from langchain_core.documents import Document
 
 from groundtrace_langchain.extract import is_error, tool_output_text
@@ -238,7 +238,7 @@ class Collector:
         return root
 
     def stats(self) -> CaptureStats:
-        """Where every root went (groundtrace.turn_stats.CaptureStats)."""
+        """Where every root went (groundtrace.capture.stats.CaptureStats)."""
         with self._lock:
             in_flight = len(self.roots)
         return self.counts.snapshot(in_flight)

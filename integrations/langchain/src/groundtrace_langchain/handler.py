@@ -15,14 +15,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 from uuid import UUID
 
-from groundtrace.capture import end_request_span, prepare_shared_capture, shared_monitor, start_request_span
+from groundtrace.capture.kit import end_request_span, prepare_shared_capture, shared_monitor, start_request_span
 from groundtrace.config import Settings
 from groundtrace.monitor import Monitor, check_sample_rate
 from groundtrace.privacy import Mask
-from groundtrace.session import current_session
+from groundtrace.capture.session import current_session
 from groundtrace.trace_context import current_links, otel_ids
-from groundtrace.turn import ToolFilter
-from groundtrace.turn_stats import CaptureStats
+from groundtrace.capture.turn import ToolFilter
+from groundtrace.capture.stats import CaptureStats
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.messages import BaseMessage

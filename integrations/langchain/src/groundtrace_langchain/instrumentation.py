@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from groundtrace.capture import Instrumentor
+from groundtrace.capture.kit import Instrumentor
 from groundtrace.monitor import Monitor
 
 from groundtrace_langchain.handler import GroundtraceCallbackHandler

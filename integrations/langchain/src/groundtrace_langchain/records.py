@@ -1,5 +1,5 @@
 """Turn what a root run showed into a groundtrace Record, by the capture kit's definition of a turn
-(groundtrace.turn): the user's question, the derived queries, the answer, and the passages that
+(groundtrace.capture.turn): the user's question, the derived queries, the answer, and the passages that
 reached the model call that wrote it, or a call whose reply it read (a sub-agent's answer handed to
 a supervisor, a tool that runs a model: the kit's rule). What is LangChain's own here: where a reply
 may be handed over (AI and tool messages, never a handoff's acknowledgement), the tool calls a tool
@@ -15,7 +15,7 @@ from uuid import UUID
 
 from groundtrace.record import EXCLUDED, NOT_EXCLUDED, PendingRecord, Record
 from groundtrace.trace_context import current_links
-from groundtrace.turn import DOCUMENT, TOOL, ModelCall, Passage, Selection, ToolFilter, normalize, select_contexts
+from groundtrace.capture.turn import DOCUMENT, TOOL, ModelCall, Passage, Selection, ToolFilter, normalize, select_contexts
 from langchain_core.documents import Document
 from langchain_core.messages import ToolMessage
 

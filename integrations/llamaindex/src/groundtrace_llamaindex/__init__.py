@@ -9,7 +9,7 @@
 See docs/integrations/llamaindex.md for what is captured, streaming and chat behaviour, errors and environment variables.
 """
 
-from groundtrace.turn_stats import CaptureStats
+from groundtrace.capture.stats import CaptureStats
 
 from groundtrace_llamaindex.evaluator import GroundtraceEvaluator
 from groundtrace_llamaindex.exclusion import exclude

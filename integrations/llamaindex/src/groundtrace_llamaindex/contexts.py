@@ -1,6 +1,6 @@
 """The contexts of a finished run: every node and tool output it saw is a candidate
-(groundtrace.turn.Passage); those that reached the model call that wrote the answer, or a model call
-whose reply it read, are the contexts (groundtrace.turn: a passage written by a model of the turn
+(groundtrace.capture.turn.Passage); those that reached the model call that wrote the answer, or a model call
+whose reply it read, are the contexts (groundtrace.capture.turn: a passage written by a model of the turn
 stands for what that model read).
 
 So an agent with a QueryEngineTool has the nodes the engine's synthesis read as its contexts, and
@@ -27,10 +27,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Protocol
 
-from groundtrace.turn import DOCUMENT, TOOL, Passage, ToolFilter, Turn, appears_in, normalize, select_contexts
+from groundtrace.capture.turn import DOCUMENT, TOOL, Passage, ToolFilter, Turn, appears_in, normalize, select_contexts
 from llama_index.core.schema import NodeWithScore
 
-from groundtrace.earlier_turns import EarlierCalls
+from groundtrace.capture.earlier_turns import EarlierCalls
 from groundtrace_llamaindex.extract import (
     llm_output_text,
     model_input_text,

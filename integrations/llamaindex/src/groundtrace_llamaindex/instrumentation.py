@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from groundtrace.capture import Instrumentor
+from groundtrace.capture.kit import Instrumentor
 from groundtrace.monitor import Monitor
 from groundtrace.privacy import Mask
-from groundtrace.turn import ToolFilter
-from groundtrace.turn_stats import CaptureStats
+from groundtrace.capture.turn import ToolFilter
+from groundtrace.capture.stats import CaptureStats
 from llama_index.core.instrumentation import get_dispatcher
 
 from groundtrace_llamaindex.handlers import GroundtraceEventHandler, GroundtraceSpanHandler

@@ -7,18 +7,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from groundtrace.capture import end_request_span, start_request_span
+from groundtrace.capture.kit import end_request_span, start_request_span
 from groundtrace.record import EXCLUDED, NOT_EXCLUDED, PendingRecord, Record
 from groundtrace.redaction import get_logger
-from groundtrace.session import current_session
+from groundtrace.capture.session import current_session
 from groundtrace.trace_context import current_links, otel_ids
-from groundtrace.turn import ModelCall, ToolFilter, Turn
+from groundtrace.capture.turn import ModelCall, ToolFilter, Turn
 from llama_index.core.agent.workflow import AgentWorkflow
 from llama_index.core.schema import NodeWithScore
 from workflows import Workflow
 
 from groundtrace_llamaindex.contexts import NODES, TOOL_OUTPUT, choose_contexts, tool_output_text
-from groundtrace.earlier_turns import EarlierCalls
+from groundtrace.capture.earlier_turns import EarlierCalls
 from groundtrace_llamaindex.exclusion import is_excluded
 from groundtrace_llamaindex.extract import (
     input_text,

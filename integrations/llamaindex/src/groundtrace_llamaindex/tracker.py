@@ -14,7 +14,7 @@ mix. A root ends:
   its end: the ``write_response_to_history`` span that is a child of the root.
 
 A root that raises, a stream that raises or is left unread, and a turn with no question, no answer
-or nothing to score are not scored: each is counted in stats() (groundtrace.turn_stats.CaptureStats,
+or nothing to score are not scored: each is counted in stats() (groundtrace.capture.stats.CaptureStats,
 the shape the LangChain integration reports too) and said once at INFO level.
 """
 
@@ -28,8 +28,8 @@ from typing import Any
 from groundtrace.monitor import Monitor
 from groundtrace.privacy import Mask
 from groundtrace.redaction import get_logger
-from groundtrace.turn import ToolFilter
-from groundtrace.turn_stats import CaptureCounter, CaptureStats
+from groundtrace.capture.turn import ToolFilter
+from groundtrace.capture.stats import CaptureCounter, CaptureStats
 from llama_index.core.agent.workflow.workflow_events import ToolCallResult
 from llama_index.core.base.llms.base import BaseLLM
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
@@ -48,7 +48,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.tools.types import BaseTool, ToolOutput
 from workflows import Workflow
 
-from groundtrace.earlier_turns import EarlierCalls
+from groundtrace.capture.earlier_turns import EarlierCalls
 from groundtrace_llamaindex.extract import answer_text, final_result, llm_output_text, query_text
 from groundtrace_llamaindex.run import (
     EVERY_TOOL,

@@ -35,7 +35,7 @@ contexts: each integration leaves out its framework's own markers.
 The integrations feed a :class:`Turn` from their framework's events and call :meth:`Turn.contexts`
 (or :meth:`Turn.reading` and :func:`select_contexts` on passages of their own) once, at the turn's
 end; :func:`appears_in` is the single rule for "reached the model's input". Where roots went is
-counted in the one shape :class:`groundtrace.turn_stats.CaptureStats`.
+counted in the one shape :class:`groundtrace.capture.stats.CaptureStats`.
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-# where roots went is counted in groundtrace.turn_stats; the reasons' counter was first defined here
-from groundtrace.turn_stats import NoRecordReasons as NoRecordReasons
+# where roots went is counted in groundtrace.capture.stats; the reasons' counter was first defined here
+from groundtrace.capture.stats import NoRecordReasons as NoRecordReasons
 
 DOCUMENT, TOOL = "document", "tool"
 # Why a passage that reached the answer is not a context: a model of the turn wrote it (see above)

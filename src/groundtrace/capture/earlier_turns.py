@@ -1,6 +1,6 @@
 """The tool calls of turns that have ended, by tool call id: which turn made each and whether it failed.
 
-Part of the capture kit's definition of a turn (groundtrace.turn), honoured by every integration:
+Part of the capture kit's definition of a turn (groundtrace.capture.turn), honoured by every integration:
 an agent's memory (a LlamaIndex Memory, a LangGraph checkpointed thread) hands a later turn's model
 the tool messages of earlier turns. The turn that ran a call leaves it here at its end, so that a
 later turn that keeps such a message's text as a context names the turn it came from (its
