@@ -7,6 +7,7 @@ from groundtrace.frame import score_frame
 from groundtrace.metrics import Metric, get_metric, metric_names, register_metric
 from groundtrace.record import Record
 from groundtrace.score import Cost, Score, ScoredRecord, Span
+from groundtrace.capture.explicit import retrieval, turn
 from groundtrace.capture.session import current_session, session
 
 if TYPE_CHECKING:
@@ -28,8 +29,10 @@ __all__ = [
     "get_metric",
     "metric_names",
     "register_metric",
+    "retrieval",
     "score_frame",
     "session",
+    "turn",
 ]
 
 

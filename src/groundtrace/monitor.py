@@ -31,7 +31,7 @@ from groundtrace.record import PendingRecord, Record
 from groundtrace.redaction import get_logger
 from groundtrace.scoring_process import ScoringSetup
 from groundtrace.sinks import close_sinks, flush_sinks, out_of_process
-from groundtrace.sinks.default_store import live_sinks, summary
+from groundtrace.sinks.default_store import live_sinks, summary, unrecorded
 from groundtrace.telemetry import build_telemetry
 
 log = get_logger("groundtrace.monitor")
@@ -84,6 +84,9 @@ class MonitorStats:
     sink_errors: int = 0
     #: answers (scored or failed) that at least one metric flagged as hallucinated
     flagged: int = 0
+    #: turns an integration (or groundtrace.turn) saw end with no Record to submit (never submitted, so not in
+    #: ``settled``): the capture's ``stats().no_record`` says why, per reason
+    no_record: int = 0
     queued: int = 0
     #: CPU seconds groundtrace's workers used: their threads in this process (metrics' too, for
     #: isolation "thread") and their scoring processes (for "ray", the threads here only)
@@ -230,6 +233,7 @@ class Monitor(Workers):
         self._references: dict[int, tuple[Any, str | None]] = {}
         self._flagged_by = dict.fromkeys((m.name for m in self.metrics), 0)
         self._stored = 0  # records delivered to the default store
+        self._no_record_reasons: dict[str, int] = {}
         self._warmed: dict[str, str] | None = None  # the metrics that cannot load, once warmed up here
         self._warm_lock = threading.Lock()
         self._workers: list[threading.Thread] = []
@@ -323,6 +327,16 @@ class Monitor(Workers):
                 self._stats.dropped += 1
             return False
 
+    def note_no_record(self, reason: str) -> None:
+        """A turn the Monitor's integration saw ended with no Record (``reason``): counted, for the exit
+        summary and ``stats.no_record``. Never raises."""
+        try:
+            with self._lock:
+                self._stats.no_record += 1
+                self._no_record_reasons[reason] = self._no_record_reasons.get(reason, 0) + 1
+        except Exception:
+            pass
+
     # ------------------------------------------------------------------------------- lifecycle
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every queued record is settled; False if ``timeout`` ran out first."""
@@ -359,8 +373,12 @@ class Monitor(Workers):
             log.warning("groundtrace: %s", problem)
         stats = self.stats
         log.info("groundtrace: monitor closed: %s", stats.as_dict())
-        if self.default_store is not None and self._stored:  # the newcomer's path: where the scores are, once more
-            log.warning(summary(self.default_store, self._stored, stats.failed, stats.flagged, self._flagged_by))
+        if self.default_store is not None and (self._stored or stats.no_record):
+            # the newcomer's path: where the scores are, once more, and the turns that made none
+            log.warning(summary(self.default_store, self._stored, stats.failed, stats.flagged, self._flagged_by,
+                                dict(self._no_record_reasons)))
+        elif stats.no_record:
+            log.warning(unrecorded(dict(self._no_record_reasons)))
 
     def _drop_queued(self) -> None:
         """Records still waiting when close() gives up are dropped, and counted as such."""

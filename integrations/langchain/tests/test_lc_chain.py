@@ -54,7 +54,7 @@ def expected_record_fields(run_id: uuid.UUID, question: str, documents: list[Doc
         "trace_id": None,
         "span_id": None,
         "run_id": str(run_id),
-        "session_id": None,  # a chain run with no thread, session or groundtrace.capture.session
+        "session_id": None,  # a chain run with no thread, session or groundtrace.session
         "trace_links": {},
     }
 

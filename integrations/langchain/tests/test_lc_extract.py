@@ -12,7 +12,6 @@ from pydantic import BaseModel
 from groundtrace_langchain.extract import (
     answer_from_output,
     call_input_text,
-    contexts_from_values,
     document_summary,
     generation_text,
     message_text,
@@ -88,15 +87,6 @@ def test_document_summary_keeps_scalar_metadata_only():
         "id": "d1", "source": "f.md",
         "metadata": {"source": "f.md", "page": 3, "score": 0.5, "ok": True, "none": None, "long": "y" * 300},
     }
-
-
-def test_contexts_from_values_reads_documents_or_strings_under_known_keys():
-    document = Document(page_content="passage")
-    assert contexts_from_values(None, {"documents": [document]}) == [document]
-    assert contexts_from_values({"contexts": ["one", "two"]}) == ["one", "two"]
-    assert contexts_from_values({"context": "a formatted string is not a list of passages"}) is None
-    assert contexts_from_values({"documents": [1, 2]}) is None
-    assert contexts_from_values({"documents": []}) is None
 
 
 def test_a_model_calls_input_is_the_text_of_all_its_messages_or_prompts():

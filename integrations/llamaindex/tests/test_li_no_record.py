@@ -30,8 +30,9 @@ class SearchByTopic(Workflow):
         return StopEvent(result={"hits": len(nodes)})
 
 
-def messages(caplog) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "groundtrace.capture" and "made no record" in r.getMessage()]
+def messages(caplog) -> list[tuple[str, str]]:
+    return [(r.levelname, r.getMessage()) for r in caplog.records
+            if r.name == "groundtrace.capture" and "made no record" in r.getMessage()]
 
 
 def test_each_reason_is_said_once_and_counted_every_time(index, instrumented, sink, caplog):
@@ -47,20 +48,29 @@ def test_each_reason_is_said_once_and_counted_every_time(index, instrumented, si
         with pytest.raises(RuntimeError, match="the LLM is down"):
             index.as_query_engine(llm=ScriptedLLM(fail="call"), similarity_top_k=TOP_K).query(QUESTION)
         build_index()  # embeddings and node parsing: roots, but no one's turn
-        ScriptedLLM().complete("Say something")
+        ScriptedLLM().complete("Say something")  # a model called by hand: said, with the fix
 
     assert instrumented.flush(10)
     assert sink.rows == []
-    assert messages(caplog) == [
-        "groundtrace: a LlamaIndex turn made no record: no retrieval and no tool output; nothing to score "
-        "(said once; counted in stats())",
-        "groundtrace: a LlamaIndex turn made no record: no question; its input names no user message "
-        "(docs: Integrations, LlamaIndex, 'What is captured') (said once; counted in stats())",
-        "groundtrace: a LlamaIndex turn made no record: the root raised; its answer is not scored "
-        "(said once; counted in stats())",
+    assert [(level, text) for level, text in messages(caplog)] == [
+        ("WARNING", "groundtrace: a LlamaIndex turn made no record: no retrieval and no tool output; no retriever, "
+         "tool or prompt variable held its contexts: if it answered from text retrieved by your own code, decorate "
+         "your retrieval function with @groundtrace.retrieval (docs: troubleshooting, 'I see no scores') "
+         "(said once; counted in stats())"),
+        ("INFO", "groundtrace: a LlamaIndex turn made no record: no question; its input names no user message "
+         "(docs: Integrations, LlamaIndex, 'What is captured') (said once; counted in stats())"),
+        ("INFO", "groundtrace: a LlamaIndex turn made no record: the root raised; its answer is not scored "
+         "(said once; counted in stats())"),
+        ("WARNING", "groundtrace: a LlamaIndex turn made no record: a model call with no engine, agent or workflow "
+         "around it; if it answered from text your code retrieved (a vector store queried by hand), decorate your "
+         "retrieval function with @groundtrace.retrieval (docs: troubleshooting, 'I see no scores'); if it is no "
+         "RAG answer, nothing is missing (said once; counted in stats())"),
     ]
     stats = groundtrace_llamaindex.stats()
-    assert stats.no_record == {"no retrieval and no tool output": 2, "no question": 1}
+    assert stats.no_record == {"no retrieval and no tool output": 2, "no question": 1,
+                               "a model call with no engine, agent or workflow around it": 1}
+    # the Monitor counts the same turns, for its exit summary
+    assert instrumented.stats.no_record == 4
     assert (stats.recorded, stats.failed, stats.evicted, stats.in_flight) == (0, 1, 0, 0) and stats.not_turns > 0
     assert stats.roots == stats.recorded + sum(stats.no_record.values()) + stats.failed + stats.evicted \
         + stats.not_turns + stats.in_flight

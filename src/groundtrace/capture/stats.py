@@ -15,6 +15,7 @@ counts failures of the integration's own callbacks, which the application never 
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -53,29 +54,32 @@ class CaptureStats:
 
 
 class NoRecordReasons:
-    """Why turns made no Record, counted per reason, and said once per reason at INFO level, so a
-    user who wired the callback into an app it cannot read finds out without a log line per request."""
+    """Why turns made no Record, counted per reason, and said once per reason, so a user who wired the
+    callback into an app it cannot read finds out without a log line per request: at WARNING when the
+    turn called a model (an application that answered, and that groundtrace could not read: the line
+    names the fix), else at INFO (index building, a chain that is not RAG)."""
 
     def __init__(self, framework: str) -> None:
         self.framework = framework
         self._lock = threading.Lock()
         self._counts: dict[str, int] = {}
-        self._said: set[str] = set()
+        self._said: set[tuple[str, bool]] = set()
 
-    def count(self, reason: str, hint: str = "") -> None:
+    def count(self, reason: str, hint: str = "", warn: bool = False) -> None:
         with self._lock:
             self._counts[reason] = self._counts.get(reason, 0) + 1
-        self.say(reason, hint)
+        self.say(reason, hint, warn)
 
-    def say(self, reason: str, hint: str = "") -> None:
-        """Say ``reason`` at INFO level if it was not said yet (a root that failed or was evicted is
-        said so too, and counted apart from the reasons)."""
+    def say(self, reason: str, hint: str = "", warn: bool = False) -> None:
+        """Say ``reason`` if it was not said yet at that level (a root that failed or was evicted is
+        said so too, and counted apart from the reasons): ``warn`` for a turn that called a model."""
         with self._lock:
-            if reason in self._said:
+            if (reason, warn) in self._said:
                 return
-            self._said.add(reason)
-        log.info("groundtrace: a %s turn made no record: %s%s (said once; counted in stats())",
-                 self.framework, reason, f"; {hint}" if hint else "")
+            self._said.add((reason, warn))
+        log.log(logging.WARNING if warn else logging.INFO,
+                "groundtrace: a %s turn made no record: %s%s (said once; counted in stats())",
+                self.framework, reason, f"; {hint}" if hint else "")
 
     def counts(self) -> dict[str, int]:
         with self._lock:
@@ -105,8 +109,8 @@ class CaptureCounter:
             self._stats.recorded += 1
             self._stats.excluded += excluded
 
-    def no_record(self, reason: str, hint: str = "") -> None:
-        self.reasons.count(reason, hint)
+    def no_record(self, reason: str, hint: str = "", warn: bool = False) -> None:
+        self.reasons.count(reason, hint, warn)
 
     def unreadable(self) -> None:
         """groundtrace failed on a root's end: it makes no Record, for a reason of its own."""

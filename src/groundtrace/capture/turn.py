@@ -355,3 +355,18 @@ class Turn:
             return select_contexts(self.passages, None, tools)
         read = self.reading(call, input_text, output_text, replies_in)
         return select_contexts(self.passages, read.model_input, tools, read.read)
+
+
+def origin_of(contexts: Sequence[Passage], marked: Callable[[Passage], bool]) -> str | None:
+    """``metadata["contexts_from"]`` for contexts chosen among a turn's retrievals and tool outputs: None (the
+    key is left out) when none was ``marked`` (a @groundtrace.retrieval call's), since a framework's own
+    retrievers and tools are where contexts come from unless said otherwise; else each origin once, in
+    order: the marked function's (its passages' name), "retriever", "tool"."""
+    if not any(marked(passage) for passage in contexts):
+        return None
+    kinds: list[str] = []
+    for passage in contexts:
+        kind = passage.name if marked(passage) and passage.name else "retriever" if passage.kind == DOCUMENT else "tool"
+        if kind not in kinds:
+            kinds.append(kind)
+    return "; ".join(kinds)

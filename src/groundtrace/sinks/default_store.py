@@ -61,16 +61,32 @@ def announce(path: Path) -> None:
         "langfuse)", path, path, path)
 
 
-def summary(path: Path, answers: int, failed: int, flagged: int, flagged_by: Mapping[str, int]) -> str:
+def summary(path: Path, answers: int, failed: int, flagged: int, flagged_by: Mapping[str, int],
+            no_record: Mapping[str, int] | None = None) -> str:
     """The line said when a Monitor that wrote to the default store closes: ``answers`` that reached it,
-    ``failed`` of them with an error Score, ``flagged`` by at least one metric (``flagged_by``: per metric)."""
+    ``failed`` of them with an error Score, ``flagged`` by at least one metric (``flagged_by``: per metric),
+    and the turns that made no record (``no_record``: per reason), with where to look."""
     said = f"groundtrace: {answers} answer{'' if answers == 1 else 's'} scored, {flagged} flagged"
     metrics = [(name, count) for name, count in flagged_by.items() if count]
     if metrics:
         said += " (" + ", ".join(name if len(metrics) == 1 else f"{name} {count}" for name, count in metrics) + ")"
     if failed:
         said += f", {failed} failed"
-    return f"{said}; scores in {path}"
+    said = f"{said}; scores in {path}"
+    return f"{said}\n{unrecorded(no_record)}" if no_record else said
+
+
+# where a user who sees fewer scores than answers looks first
+NO_SCORES_DOCS = "docs: troubleshooting, 'I see no scores'"
+
+
+def unrecorded(no_record: Mapping[str, int]) -> str:
+    """The line that counts the turns that made no record, per reason, and says how to find out why."""
+    turns = sum(no_record.values())
+    reasons = ", ".join(f"{reason}: {count}" for reason, count in sorted(no_record.items(), key=lambda kv: -kv[1]))
+    return (f"groundtrace: {turns} turn{'' if turns == 1 else 's'} made no record ({reasons}); the integration's "
+            f"stats() says why (handler.stats(), groundtrace_llamaindex.stats()), and @groundtrace.retrieval marks "
+            f"retrieval groundtrace cannot see ({NO_SCORES_DOCS})")
 
 
 def forget_announcements() -> None:

@@ -21,6 +21,7 @@ from typing import Any
 from uuid import UUID
 
 from groundtrace.capture.earlier_turns import EarlierCalls
+from groundtrace.capture.explicit import Retrieved
 from groundtrace.redaction import get_logger
 from groundtrace.capture.turn import ModelCall, Turn
 from groundtrace.capture.stats import CaptureCounter, CaptureStats
@@ -53,6 +54,8 @@ class Retrieval:
     tool: int | None  # the run of the tool it ran inside, if any
     nested: bool  # inside another retriever (a compression's base retriever): an internal step
     documents: Sequence[Document] | None = None
+    # a call of a @groundtrace.retrieval function (its return value, read at the end), not a retriever run
+    marked: Retrieved | None = None
 
 
 @dataclass(eq=False, slots=True)
@@ -93,6 +96,10 @@ class RootRun:
     retrievals: dict[int, Retrieval] = field(default_factory=dict)
     tools: dict[int, ToolRun] = field(default_factory=dict)
     pending: dict[int, ModelCall] = field(default_factory=dict)  # model calls not ended yet
+    # what reached the model when no retriever ran (groundtrace.capture.carried), kept as references and read
+    # at the end: (None, a prompt template's variables) or (the step's run, a step output that may hold contexts)
+    carried: list[tuple[int | None, Any]] = field(default_factory=list)
+    names: dict[int, str] = field(default_factory=dict)  # the steps' names (run -> name), for contexts_from
     # run -> (the tool run it is inside, whether it is inside a retriever), for runs inside either
     within: dict[int, tuple[int | None, bool]] = field(default_factory=dict)
     members: list[int] = field(default_factory=list)  # run_id.int of every tracked descendant
@@ -146,7 +153,7 @@ class Collector:
         root.members.append(run)
         return root, root.within.get(parent, (None, False))
 
-    def adopt(self, scope: int, run_id: UUID, parent_run_id: UUID) -> RootRun | None:
+    def adopt(self, scope: int, run_id: UUID, parent_run_id: UUID, name: str | None = None) -> RootRun | None:
         """Track a run under its parent's root; None if the parent is not tracked here.
 
         This runs for every chain step, so it takes no lock: each dict and list operation is
@@ -160,6 +167,8 @@ class Collector:
         key = (scope, run_id.int)
         owners[key] = root
         root.members.append(key[1])
+        if name is not None:
+            root.names[key[1]] = name
         if root.within:  # only runs inside a tool or a retriever are noted there
             inside = root.within.get(parent)
             if inside is not None:
@@ -193,6 +202,26 @@ class Collector:
                 root.tools[run] = tool
                 self._add_source(root, tool)
             return root
+
+    def add_marked(self, scope: int, parent_run_id: UUID, retrieved: Retrieved) -> bool:
+        """A @groundtrace.retrieval call made inside a tracked run: a retrieval of that run's root (inside the
+        tool the run is in, if any). False if the run is not tracked here."""
+        with self._lock:
+            root = self._owners.get((scope, parent_run_id.int))
+            if root is None or root.closed:
+                return False
+            tool, _ = root.within.get(parent_run_id.int, (None, False))
+            retrieval = Retrieval(id(retrieved), retrieved.name, retrieved.query or "", tool, False, marked=retrieved)
+            self._add_source(root, retrieval)
+            return True
+
+    @staticmethod
+    def add_carried(root: RootRun, run: int | None, value: Any) -> None:
+        """Keep a reference to what may hold contexts (a prompt's variables, a step's output); bounded."""
+        carried = root.carried
+        carried.append((run, value))
+        if len(carried) > MAX_SOURCES:
+            del carried[0]
 
     @staticmethod
     def _add_source(root: RootRun, source: Retrieval | ToolRun) -> None:

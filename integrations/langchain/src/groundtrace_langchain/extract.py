@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from groundtrace.capture.carried import scalar_metadata
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import LLMResult
@@ -17,8 +18,6 @@ from langchain_core.prompt_values import PromptValue
 
 QUESTION_KEYS = ("question", "input", "query")
 ANSWER_KEYS = ("answer", "output", "result", "text")
-# Keys under which an application may carry its own contexts when no retriever ran.
-CONTEXT_KEYS = ("documents", "contexts", "context")
 # The argument of a tool call that is its query; without one, the arguments as JSON are.
 TOOL_QUERY_KEYS = ("query", "question", "q")
 # response_metadata keys of langgraph-supervisor's and langgraph-swarm's handoff messages
@@ -26,7 +25,6 @@ HANDOFF_KEYS = ("__handoff_destination", "__is_handoff_back")
 # what langchain's ContextEditingMiddleware leaves of a tool result it cleared from a model's input
 CLEARED = "[cleared]"
 _HUMAN_ROLES = {"human", "user"}
-_MAX_METADATA_TEXT = 300
 
 
 def message_text(message: BaseMessage) -> str:
@@ -229,18 +227,6 @@ def source_id(document: Document) -> str | None:
     return None if source is None else str(source)
 
 
-def scalar_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
-    """The JSON-safe scalar entries of a metadata dict: sinks serialize records, and a vector or
-    a client object in metadata must not break them (nor bloat every trace). Long texts are cut."""
-    kept: dict[str, Any] = {}
-    for key, value in metadata.items():
-        if isinstance(value, str):
-            kept[str(key)] = value[:_MAX_METADATA_TEXT]
-        elif value is None or isinstance(value, (int, float, bool)):
-            kept[str(key)] = value
-    return kept
-
-
 def history_session(config: Mapping[str, Any] | None) -> str | None:
     """RunnableWithMessageHistory's session id, in the runnable config its runs get (it is in the config's
     configurable, beside the message history it looked up, and never in the callbacks' metadata)."""
@@ -287,17 +273,3 @@ def document_summary(document: Document) -> dict[str, Any]:
         "source": document.metadata.get("source"),
         "metadata": scalar_metadata(document.metadata),
     }
-
-
-def contexts_from_values(*values: Any) -> list[Document | str] | None:
-    """Contexts an application carried itself (a dict's documents/contexts/context key holding
-    Documents or strings), for chains whose retrieval is not a LangChain retriever."""
-    for value in values:
-        if not isinstance(value, Mapping):
-            continue
-        for key in CONTEXT_KEYS:
-            items = value.get(key)
-            if isinstance(items, Sequence) and not isinstance(items, str) and items \
-                    and all(isinstance(item, (Document, str)) for item in items):
-                return list(items)
-    return None

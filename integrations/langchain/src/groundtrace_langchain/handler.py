@@ -19,6 +19,8 @@ from groundtrace.capture.kit import end_request_span, prepare_shared_capture, sh
 from groundtrace.config import Settings
 from groundtrace.monitor import Monitor, check_sample_rate
 from groundtrace.privacy import Mask
+from groundtrace.capture.carried import may_carry_output
+from groundtrace.capture.explicit import Retrieved, claim_for_framework, has_pending, register_finder, take_pending
 from groundtrace.capture.session import current_session
 from groundtrace.trace_context import current_links, otel_ids
 from groundtrace.capture.turn import ToolFilter
@@ -29,7 +31,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 from langchain_core.runnables.config import var_child_runnable_config
 
-from groundtrace_langchain.collector import COLLECTOR, RootRun, log, report_failure
+from groundtrace_langchain.collector import COLLECTOR, Retrieval, RootRun, log, report_failure
 from groundtrace_langchain.extract import history_session
 from groundtrace_langchain.records import NothingToScore, read_end
 
@@ -99,6 +101,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
         self._mask = mask  # always with each Record, so that it runs before the Monitor's own mask
         self._scope = next(_scopes)
         self.tools = ToolFilter.of(include_tools, exclude_tools)
+        register_finder("langchain", find_marked_turn)  # where a @groundtrace.retrieval call inside a run goes
 
     @property
     def monitor(self) -> Monitor:
@@ -123,11 +126,15 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
     def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None,
                        tags: list[str] | None = None, metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
         try:
-            if parent_run_id is None or (root := COLLECTOR.adopt(self._scope, run_id, parent_run_id)) is None:
+            if parent_run_id is None or (root := COLLECTOR.adopt(self._scope, run_id, parent_run_id,
+                                                                 kwargs.get("name"))) is None:
                 self._start_root(run_id, inputs, tags, metadata, kwargs.get("name"))
-            elif root.config_unread:  # the root's first child runs under the root's config: read it once
+                return
+            if root.config_unread:  # the root's first child runs under the root's config: read it once
                 root.config_unread = False
                 root.history_session = history_session(var_child_runnable_config.get())
+            if kwargs.get("run_type") == "prompt":  # a prompt template's variables: a reference, read at the end
+                COLLECTOR.add_carried(root, None, inputs)
         except Exception:
             report_failure("on_chain_start")
 
@@ -137,6 +144,10 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
                 root = COLLECTOR.pop_root(self._scope, run_id)
                 if root is not None:
                     self._submit(root, outputs, kwargs.get("inputs"))
+            elif may_carry_output(outputs):  # Documents, or a dict with a context-like key: a reference
+                root = COLLECTOR.root_of(self._scope, run_id)
+                if root is not None:
+                    COLLECTOR.add_carried(root, run_id.int, outputs)
         except Exception:
             report_failure("on_chain_end")
 
@@ -177,14 +188,23 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
     # the call that wrote the answer, once the root ends.
     def on_chat_model_start(self, serialized: Any, messages: list[list[BaseMessage]], *, run_id: UUID,
                             parent_run_id: UUID | None = None, **kwargs: Any) -> None:
-        self._start_call(run_id, parent_run_id, messages, "on_chat_model_start")
+        self._start_call(run_id, parent_run_id, messages, "on_chat_model_start", kwargs)
 
     def on_llm_start(self, serialized: Any, prompts: list[str], *, run_id: UUID, parent_run_id: UUID | None = None,
                      **kwargs: Any) -> None:
-        self._start_call(run_id, parent_run_id, prompts, "on_llm_start")
+        self._start_call(run_id, parent_run_id, prompts, "on_llm_start", kwargs)
 
-    def _start_call(self, run_id: UUID, parent_run_id: UUID | None, model_input: Any, event: str) -> None:
+    def _start_call(self, run_id: UUID, parent_run_id: UUID | None, model_input: Any, event: str,
+                    kwargs: dict[str, Any]) -> None:
         try:
+            if parent_run_id is None:  # a model called by hand: a turn only after a @groundtrace.retrieval call
+                if has_pending():
+                    self._start_root(run_id, model_input, kwargs.get("tags"), kwargs.get("metadata"),
+                                     kwargs.get("name") or "model call")
+                    root = COLLECTOR.root_of(self._scope, run_id)
+                    if root is not None:
+                        root.pending[run_id.int] = root.turn.start_call(model_input)
+                return
             root = COLLECTOR.root_of(self._scope, parent_run_id)
             if root is not None:
                 root.pending[run_id.int] = root.turn.start_call(model_input)
@@ -194,19 +214,23 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, parent_run_id: UUID | None = None,
                    **kwargs: Any) -> None:
         try:
-            root = COLLECTOR.root_of(self._scope, parent_run_id)
+            root = COLLECTOR.root_of(self._scope, parent_run_id if parent_run_id is not None else run_id)
             call = root.pending.pop(run_id.int, None) if root is not None else None
             if call is not None:
                 call.output = response
+            if parent_run_id is None and root is not None and COLLECTOR.pop_root(self._scope, run_id) is not None:
+                self._submit(root, None, None)  # a model root's answer is its generation
         except Exception:
             report_failure("on_llm_end")
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None,
                      **kwargs: Any) -> None:
         try:
-            root = COLLECTOR.root_of(self._scope, parent_run_id)
+            root = COLLECTOR.root_of(self._scope, parent_run_id if parent_run_id is not None else run_id)
             if root is not None:
                 root.pending.pop(run_id.int, None)
+            if parent_run_id is None:
+                self.on_chain_error(error, run_id=run_id)
         except Exception:
             report_failure("on_llm_error")
 
@@ -254,6 +278,10 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             metadata=dict(metadata) if metadata else {}, excluded=excluded, otel_ids=ids, request_span=span,
             links={} if excluded else current_links(), given_session=current_session(),
         )
+        if has_pending():  # @groundtrace.retrieval calls made just before, outside any turn: this turn's
+            for retrieved in take_pending():
+                root.sources.append(Retrieval(id(retrieved), retrieved.name, retrieved.query or "", None, False,
+                                              marked=retrieved))
         for evicted in COLLECTOR.add_root(self._scope, root):
             end_request_span(evicted.request_span)
 
@@ -272,13 +300,16 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             # the Monitor samples and counts exclusions; an excluded Record carries the run's flag
             self.monitor.submit(record, sample_rate=self._sample_rate, mask=self._mask)
         except NothingToScore as nothing:
-            COLLECTOR.counts.no_record(nothing.reason, nothing.hint)
+            COLLECTOR.counts.no_record(nothing.reason, nothing.hint, warn=nothing.called_model)
+            if not root.excluded:  # the Monitor's exit summary counts the turns that made no record
+                self.monitor.note_no_record(nothing.reason)
             log.debug("groundtrace: root run %s (%s): %s: no record", root.run_id, root.name, nothing.reason)
             return
         except Exception:
             COLLECTOR.counts.unreadable()  # and _report_failure counts the callback error
             raise
         COLLECTOR.counts.recorded(root.excluded)
+        claim_for_framework()  # a groundtrace.turn around this root: this root's Record is that turn's
 
 
 def _request_ids(run_id: UUID, run_name: str | None) -> tuple[tuple[str, str] | None, Any]:
@@ -295,3 +326,16 @@ def _request_ids(run_id: UUID, run_name: str | None) -> tuple[tuple[str, str] | 
     span = start_request_span(TRACER_NAME, lambda: {"openinference.span.kind": "CHAIN", "groundtrace.run_id": str(run_id),
                                                     "groundtrace.run_name": run_name or ""})
     return (otel_ids(span), span) if span is not None else (None, None)
+
+
+def find_marked_turn(retrieved: Retrieved) -> bool:
+    """The finder of @groundtrace.retrieval calls (groundtrace.capture.explicit): a call made inside a run a
+    GroundtraceCallbackHandler tracks is a retrieval of that run's root. LangChain's own context says which
+    run the caller is in: the config its child runs get names that run as their parent, and the handlers."""
+    config = var_child_runnable_config.get()
+    callbacks = config.get("callbacks") if config else None
+    parent = getattr(callbacks, "parent_run_id", None)
+    if parent is None:
+        return False
+    return any(COLLECTOR.add_marked(handler._scope, parent, retrieved)
+               for handler in getattr(callbacks, "handlers", ()) if isinstance(handler, GroundtraceCallbackHandler))

@@ -10,12 +10,32 @@ work) later, in the Monitor's worker, and only for a Record the Monitor keeps.""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
 
 from groundtrace.record import EXCLUDED, NOT_EXCLUDED, PendingRecord, Record
 from groundtrace.trace_context import current_links
-from groundtrace.capture.turn import DOCUMENT, TOOL, ModelCall, Passage, Selection, ToolFilter, normalize, select_contexts
+from groundtrace.capture.carried import (
+    Carried,
+    choose,
+    item_origin,
+    may_carry_output,
+    output_candidates,
+    prompt_candidates,
+    prompt_variables,
+)
+from groundtrace.capture.turn import (
+    DOCUMENT,
+    TOOL,
+    ModelCall,
+    Passage,
+    Selection,
+    ToolFilter,
+    normalize,
+    origin_of,
+    select_contexts,
+)
 from langchain_core.documents import Document
 from langchain_core.messages import ToolMessage
 
@@ -24,7 +44,6 @@ from groundtrace_langchain.extract import (
     answer_from_output,
     artifact_documents,
     call_input_text,
-    contexts_from_values,
     document_summary,
     generation_text,
     is_error,
@@ -40,8 +59,9 @@ from groundtrace_langchain.extract import (
 
 SOURCE = "langchain"
 NO_SOURCE = "no retrieval and no tool output"
-NO_SOURCE_HINT = ("nothing to score: no retriever or tool ran (if your retrieval is not a LangChain retriever "
-                  "or tool, return the passages under a 'documents'/'contexts'/'context' key)")
+NO_SOURCE_HINT = ("no retriever, tool, prompt variable or step output held its contexts (an f-string prompt?): "
+                  "decorate your retrieval function with @groundtrace.retrieval (docs: troubleshooting, "
+                  "'I see no scores')")
 FILTERED = "only tools left out by include_tools/exclude_tools"
 NO_ANSWER = "no answer"
 NO_ANSWER_HINT = "the root's output holds no answer and no model call finished (answer_key= names a dict key)"
@@ -53,9 +73,10 @@ EVERY_TOOL = ToolFilter()
 class NothingToScore(Exception):
     """A root run ended without what a grounding score needs: it makes no Record."""
 
-    def __init__(self, reason: str, hint: str = "") -> None:
+    def __init__(self, reason: str, hint: str = "", called_model: bool = False) -> None:
         super().__init__(reason)
-        self.reason, self.hint = reason, hint
+        # called_model: the turn called a model (an app that answered and could not be read): said at WARNING
+        self.reason, self.hint, self.called_model = reason, hint, called_model
 
 
 def _root_metadata(root: RootRun) -> dict[str, Any]:
@@ -138,10 +159,12 @@ def _origin(passage: Passage) -> dict[str, Any]:
     """Where a context came from, for metadata["documents"]: a document's id, source and scalar
     metadata (and the tool it was retrieved inside), or a tool call's id and tool name."""
     document = passage.metadata.get("document")
-    if document is None:
-        found: dict[str, Any] = {"id": passage.id, "source": None, "metadata": {}}
-    else:
+    if document is not None:
         found = document_summary(document)
+    elif "item" in passage.metadata:  # read from a value (carried, or a @groundtrace.retrieval's return)
+        found = item_origin(passage)
+    else:
+        found = {"id": passage.id, "source": None, "metadata": {}}
     if passage.metadata.get("tool") is not None:
         found["tool"] = passage.metadata["tool"]
     # a tool output of an earlier turn of the thread, read again: the turn's Record id, where this
@@ -153,10 +176,19 @@ def _origin(passage: Passage) -> dict[str, Any]:
     return found
 
 
+def _within(passage: Passage, key: str | None, tool_name: str | None) -> Passage:
+    """A marked retrieval's passage, as retrieved inside the tool call its function ran in (if any)."""
+    passage.within = key
+    if tool_name is not None:
+        passage.metadata["tool"] = tool_name
+    return passage
+
+
 class _Candidates:
     """The passages of a turn, sorted into candidate contexts and what is set aside at once."""
 
     def __init__(self) -> None:
+        self.marked: list[Passage] = []  # of @groundtrace.retrieval calls (among the passages)
         self.passages: list[Passage] = []
         self.left_out: list[Passage] = []  # retrieved inside a tool the filter leaves out
         self.internal: list[Passage] = []  # a nested retriever's documents (a compression's input)
@@ -205,7 +237,12 @@ def _candidates(root: RootRun, history: list[Passage], call_order: dict[str, int
             continue
         tool = root.tools.get(source.tool) if source.tool is not None else None
         key, name = _tool_key(root, source.tool), tool.name if tool is not None else None
-        passages = [_document_passage(source, d, key, name) for d in source.documents or () if d.page_content.strip()]
+        if source.marked is not None:  # a @groundtrace.retrieval call: its return value, read now
+            marked = source.marked.candidate()
+            passages = [] if marked is None else [_within(p, key, name) for p in marked.passages]
+            found.marked.extend(passages)
+        else:
+            passages = [_document_passage(source, d, key, name) for d in source.documents or () if d.page_content.strip()]
         if source.nested:
             found.internal.extend(passages)
             continue
@@ -265,8 +302,9 @@ def build_record(root: RootRun, outputs: Any, end_inputs: Any, answer_key: str |
                  tools: ToolFilter = EVERY_TOOL) -> Record:
     """The Record of a finished root run, built at once (see :func:`read_end`).
 
-    Raises NothingToScore when no retriever or tool ran and no contexts came in or out (not a RAG
-    answer), or when there is no answer (a stream closed before its first chunk, a chain returning None)."""
+    Raises NothingToScore when no retriever or tool ran and nothing that reached the model held contexts
+    (not a RAG answer, or one groundtrace cannot read), or when there is no answer (a stream closed before
+    its first chunk, a chain returning None)."""
     ended = read_end(root, outputs, end_inputs, answer_key, tools)
     return ended if isinstance(ended, Record) else ended.finish()
 
@@ -275,10 +313,11 @@ def read_end(root: RootRun, outputs: Any, end_inputs: Any, answer_key: str | Non
              tools: ToolFilter = EVERY_TOOL) -> Record | TurnEnd:
     """What the application's thread reads when a root ends: the question, the answer and the trace
     links (the input and output are the application's objects, which it may change or reuse as soon
-    as the run returns, and the links belong to the request's context). When a retrieval or a tool's
-    output makes this a turn for sure, the rest (which passages reached the answer, the metadata,
-    the Record's validation) waits in a :class:`TurnEnd`, to be built off the application's thread
-    and only if the Record is kept; else the Record is built here, or NothingToScore raised."""
+    as the run returns, and the links belong to the request's context). When a retrieval, a tool's
+    output or a value that reached the model (a prompt's variable, a step's output) makes this a turn,
+    the rest (which passages reached the answer, the metadata, the Record's validation) waits in a
+    :class:`TurnEnd`, to be built off the application's thread and only if the Record is kept; else
+    NothingToScore is raised here."""
     # a streamed root starts with a placeholder input; its end event carries the real one
     inputs = end_inputs if end_inputs is not None else root.inputs
     question = question_from_input(inputs)
@@ -289,10 +328,25 @@ def read_end(root: RootRun, outputs: Any, end_inputs: Any, answer_key: str | Non
         answer = generation_text(call.output) if call is not None else None
         if answer is None:
             raise NothingToScore(NO_ANSWER, NO_ANSWER_HINT)
-    ended = TurnEnd(root, question, answer, call, _links(root), tools)
-    if _is_turn(root, tools):
+    # the root's own input and output, as they are now: the application may reuse them once the run returned
+    ends = [dict(value) for value in (outputs, inputs) if isinstance(value, Mapping) and may_carry_output(value)]
+    ended = TurnEnd(root, question, answer, call, _links(root), tools, ends)
+    if _is_turn(root, tools) or ends or _may_carry(root, question):
         return ended
-    return ended.finish(carried=contexts_from_values(outputs, inputs))
+    # nothing says yet that this is a turn: only the answer's model call may (an earlier turn's tool output
+    # it read from a thread), so the Record is built here, or NothingToScore raised
+    return ended.finish()
+
+
+def _may_carry(root: RootRun, question: str | None) -> bool:
+    """Whether a value that reached the model may hold contexts: a prompt's variables named like contexts
+    (or, by elimination, not the question), or a step's output kept for its Documents or context-like keys.
+    Cheap: names, types and lengths, no text read."""
+    return any(run is not None or (isinstance(value, Mapping) and bool(prompt_variables(value, question)))
+               for run, value in list(root.carried))
+
+
+
 
 
 def _is_turn(root: RootRun, tools: ToolFilter) -> bool:
@@ -315,15 +369,16 @@ class TurnEnd(PendingRecord):
     """A root that ended, read as far as the application's thread needs to (:func:`read_end`): the
     Record to be, handed to the Monitor, whose worker builds it (:meth:`build`) if it keeps it."""
 
-    __slots__ = ("root", "question", "answer", "call", "links", "tools")
+    __slots__ = ("root", "question", "answer", "call", "links", "tools", "ends")
 
     def __init__(self, root: RootRun, question: str | None, answer: str, call: ModelCall | None,
-                 links: dict[str, str], tools: ToolFilter) -> None:
+                 links: dict[str, str], tools: ToolFilter, ends: list[dict[str, Any]] | None = None) -> None:
         # PendingRecord's fields, set here rather than through its __init__ (this runs on every request)
         self.id = self.run_id = str(root.run_id)
         self.trace_id = root.otel_ids[0] if root.otel_ids is not None else None
         self.metadata = EXCLUDED if root.excluded else NOT_EXCLUDED
         self.root, self.question, self.answer, self.call, self.links, self.tools = root, question, answer, call, links, tools
+        self.ends = ends or []  # the root's output and input, where they may hold contexts
 
     def build(self) -> Record:
         """The Record, in the Monitor's worker: a failure is groundtrace's own (logged and counted
@@ -335,9 +390,10 @@ class TurnEnd(PendingRecord):
             report_failure("building the record")
             raise
 
-    def finish(self, carried: list[Document | str] | None = None) -> Record:
-        """The Record: the contexts are the passages that reached the answer's model call (or,
-        with no retrieval and no tool output, what the application ``carried`` itself)."""
+    def finish(self) -> Record:
+        """The Record: the contexts are the passages that reached the answer's model call: retrieved
+        (by a retriever or a @groundtrace.retrieval function) or returned by a tool; with neither, what
+        reached it in a prompt's variable or a step's output (groundtrace.capture.carried)."""
         root, tools, answer = self.root, self.tools, self.answer
         turn = root.turn
         turn.question = self.question
@@ -351,15 +407,20 @@ class TurnEnd(PendingRecord):
             order.setdefault(message.tool_call_id, len(order))
         found = _candidates(root, _history(read, root), order, tools)
         metadata = _root_metadata(root)
+        calls = reading.read if reading is not None else ()
         if found.retrieved or any(p.kind == DOCUMENT or p.error or tools.allows(p.name) for p in found.passages):
-            selection = select_contexts(found.passages, model_input, tools, reading.read if reading is not None else ())
+            selection = select_contexts(found.passages, model_input, tools, calls)
+            marked_ids = {id(p) for p in found.marked}
+            if (marked := origin_of(selection.contexts, lambda passage: id(passage) in marked_ids)) is not None:
+                metadata["contexts_from"] = marked
         elif found.filtered_tools:
             raise NothingToScore(FILTERED)
-        elif carried is None:
-            raise NothingToScore(NO_SOURCE, NO_SOURCE_HINT)
-        else:  # passages the application hands over itself are taken as given: it says what it used
-            selection = select_contexts([Passage(d.page_content, metadata={"document": d}) if isinstance(d, Document)
-                                         else Passage(d) for d in carried], None)
+        else:
+            chosen = choose(self._carried(), model_input, calls)
+            if chosen is None:
+                raise NothingToScore(NO_SOURCE, NO_SOURCE_HINT, called_model=bool(turn.calls))
+            selection = chosen.selection
+            metadata["contexts_from"] = chosen.origin
         _queries(root)
         question = turn.question
         if question is None and turn.queries:  # the input holds no question we know: the first query stands in
@@ -389,3 +450,17 @@ class TurnEnd(PendingRecord):
             trace_links=self.links,
             session_id=session_of(root),
         )
+
+    def _carried(self) -> list[Carried]:
+        """What reached the model in values, in the order seen: the prompts' variables and the steps' outputs,
+        then the root's output and input (a LangGraph state: the steps that wrote it came first)."""
+        root, found = self.root, []
+        for run, value in list(root.carried):
+            if run is None:
+                found.extend(prompt_candidates(value, self.question))
+            else:
+                found.extend(output_candidates(value, root.names.get(run)))
+        for value, where in zip(self.ends, ("the chain's output", "the chain's input"), strict=False):
+            found.extend(output_candidates(value, None, where))
+        return found
+

@@ -27,7 +27,18 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Protocol
 
-from groundtrace.capture.turn import DOCUMENT, TOOL, Passage, ToolFilter, Turn, appears_in, normalize, select_contexts
+from groundtrace.capture.carried import choose, item_origin, prompt_candidates
+from groundtrace.capture.turn import (
+    DOCUMENT,
+    TOOL,
+    Passage,
+    ToolFilter,
+    Turn,
+    appears_in,
+    normalize,
+    origin_of,
+    select_contexts,
+)
 from llama_index.core.schema import NodeWithScore
 
 from groundtrace.capture.earlier_turns import EarlierCalls
@@ -40,8 +51,9 @@ from groundtrace_llamaindex.extract import (
 )
 
 # what a run keeps of each candidate until its end: (NODES, [NodeWithScore], the tool call they were
-# retrieved inside) or (TOOL_OUTPUT, ToolOutput, its tool call)
-NODES, TOOL_OUTPUT = "nodes", "tool"
+# retrieved inside), (TOOL_OUTPUT, ToolOutput, its tool call) or (MARKED, a @groundtrace.retrieval call, the
+# tool call it ran inside)
+NODES, TOOL_OUTPUT, MARKED = "nodes", "tool", "marked"
 
 
 class Candidates(Protocol):
@@ -52,15 +64,17 @@ class Candidates(Protocol):
     control_tools: frozenset[str]
     tool_names: dict[str, str]
     answer_call_unseen: bool
+    prompts: list[dict[str, Any]]
 
 
 def choose_contexts(run: Candidates, answer: str, response_nodes: list[Any], tools: ToolFilter,
-                    earlier: EarlierCalls | None = None) -> tuple[list[str], dict[str, Any]] | None:
+                    earlier: EarlierCalls | None = None,
+                    question: str | None = None) -> tuple[list[str], dict[str, Any]] | None:
     """The contexts and the metadata that says where each came from, or None when the run saw
-    nothing that could be one (no retrieval, no tool output). ``response_nodes``: the source nodes
-    of what the root returned (extract.source_nodes), what a synthesizer read. ``earlier``: the tool
-    calls of turns that ended (an earlier turn's output read from memory is named by its turn, and
-    set aside if that call failed)."""
+    nothing that could be one (no retrieval, no tool output, no prompt variable). ``response_nodes``:
+    the source nodes of what the root returned (extract.source_nodes), what a synthesizer read.
+    ``earlier``: the tool calls of turns that ended (an earlier turn's output read from memory is named
+    by its turn, and set aside if that call failed). ``question``: the turn's, never a prompt's context."""
     passages, latest, read_by_synthesizer, artifacts = run_passages(run, response_nodes)
     call = None if run.answer_call_unseen else run.turn.answer_call(answer, llm_output_text)
     reading = run.turn.reading(call, model_input_text, llm_output_text) if call is not None else None
@@ -68,7 +82,7 @@ def choose_contexts(run: Candidates, answer: str, response_nodes: list[Any], too
     if call is not None:
         passages.extend(unseen_tool_messages(call.input, passages, run.control_tools, earlier))
     if not passages:
-        return None
+        return _carried(run, model_input, read, question)
     if model_input is not None and returned_directly(answer, call, passages):
         # no model wrote it: nothing says which passages it came from; all are kept
         model_input, read = None, []
@@ -81,6 +95,8 @@ def choose_contexts(run: Candidates, answer: str, response_nodes: list[Any], too
         model_input = "\n\n".join([model_input or "", *read_by_synthesizer])
     selection = select_contexts(passages, model_input, tools, read)
     metadata: dict[str, Any] = {"nodes": [origin(p, latest, run.tool_names) for p in selection.contexts]}
+    if (marked := marked_origin(selection.contexts)) is not None:
+        metadata["contexts_from"] = marked
     unused = selection.set_aside()
     if unused:
         metadata["unused_contexts"] = unused
@@ -118,6 +134,12 @@ def run_passages(run: Candidates, response_nodes: list[Any]
     for kind, value, call_id in run.found:
         if kind == NODES:
             add_nodes(value, call_id)
+            continue
+        if kind == MARKED:  # a @groundtrace.retrieval call: its return value, read now
+            marked = value.candidate()
+            for passage in marked.passages if marked is not None else ():
+                passage.within = call_id
+                passages.append(passage)
             continue
         text = tool_output_text(value)
         if not text:
@@ -176,9 +198,34 @@ def unseen_tool_messages(model_input: Any, passages: list[Passage], control_tool
     return found
 
 
+def _carried(run: Candidates, model_input: str | None, read: list[Any],
+             question: str | None) -> tuple[list[str], dict[str, Any]] | None:
+    """With no node and no tool output: the contexts a prompt template's variables carried (capture.carried)."""
+    candidates = [found for variables in list(run.prompts) for found in prompt_candidates(variables, question)]
+    chosen = choose(candidates, model_input, read)
+    if chosen is None:
+        return None
+    contexts = chosen.selection.contexts
+    metadata: dict[str, Any] = {"nodes": [item_origin(p) for p in contexts], "contexts_from": chosen.origin}
+    if chosen.selection.unchecked:
+        metadata["contexts_unchecked"] = True
+    return [p.text for p in contexts], metadata
+
+
+def marked_origin(contexts: list[Passage]) -> str | None:
+    """Where a turn's contexts came from when a @groundtrace.retrieval call is among them (capture.turn's
+    rule: None, and no ``contexts_from``, when they all came from LlamaIndex's own retrievals and tools)."""
+    return origin_of(contexts, lambda passage: "item" in passage.metadata)
+
+
 def origin(passage: Passage, latest: dict[str, NodeWithScore], tool_names: dict[str, str]) -> dict[str, Any]:
     """Where a context came from: a node's id, score and metadata (and the tool it was retrieved in
     or returned by), or the tool whose output it is (and the earlier turn that called it)."""
+    if "item" in passage.metadata:  # a @groundtrace.retrieval call's item
+        marked = item_origin(passage)
+        if passage.within is not None:
+            marked["tool"] = tool_names.get(passage.within)
+        return marked
     if passage.kind == TOOL:
         found: dict[str, Any] = {"tool": passage.name, "id": passage.id}
         if "turn" in passage.metadata:

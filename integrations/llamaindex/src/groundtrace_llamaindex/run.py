@@ -12,12 +12,14 @@ from groundtrace.record import EXCLUDED, NOT_EXCLUDED, PendingRecord, Record
 from groundtrace.redaction import get_logger
 from groundtrace.capture.session import current_session
 from groundtrace.trace_context import current_links, otel_ids
+from groundtrace.capture.carried import prompt_variables
+from groundtrace.capture.explicit import Retrieved
 from groundtrace.capture.turn import ModelCall, ToolFilter, Turn
 from llama_index.core.agent.workflow import AgentWorkflow
 from llama_index.core.schema import NodeWithScore
 from workflows import Workflow
 
-from groundtrace_llamaindex.contexts import NODES, TOOL_OUTPUT, choose_contexts, tool_output_text
+from groundtrace_llamaindex.contexts import MARKED, NODES, TOOL_OUTPUT, choose_contexts, tool_output_text
 from groundtrace.capture.earlier_turns import EarlierCalls
 from groundtrace_llamaindex.exclusion import is_excluded
 from groundtrace_llamaindex.extract import (
@@ -41,16 +43,24 @@ _UUID_SUFFIX = 37
 # AgentWorkflow's own tool for passing the turn to another agent: control flow, never a context
 HANDOFF_TOOL = "handoff"
 EVERY_TOOL = ToolFilter()  # no include_tools / exclude_tools: every tool's output may be a context
+MAX_PROMPTS = 64  # a long agent loop keeps its first prompts' variables (the carried path is for simple RAG)
 
 # Why a turn made no Record (counted per reason in stats(), said once at INFO level)
 NO_QUESTION = "no question"
 NO_ANSWER = "no answer"
 NOTHING_TO_SCORE = "no retrieval and no tool output"
 STREAM_UNFINISHED = "its stream raised or was not read to the end"
+# a model called by hand (llm.complete / llm.chat with no engine, agent or workflow around it) after no
+# @groundtrace.retrieval call: whatever it answered from (a vector store queried by hand, an f-string) is unseen
+MODEL_ONLY = "a model call with no engine, agent or workflow around it"
+FIX = "decorate your retrieval function with @groundtrace.retrieval (docs: troubleshooting, 'I see no scores')"
 HINTS = {
     NO_QUESTION: "its input names no user message (docs: Integrations, LlamaIndex, 'What is captured')",
     NO_ANSWER: "its result is no text (docs: Integrations, LlamaIndex, 'What is captured')",
-    NOTHING_TO_SCORE: "nothing to score",
+    NOTHING_TO_SCORE: "no retriever, tool or prompt variable held its contexts: if it answered from text retrieved "
+                      "by your own code, " + FIX,
+    MODEL_ONLY: "if it answered from text your code retrieved (a vector store queried by hand), " + FIX
+                + "; if it is no RAG answer, nothing is missing",
 }
 EVICTED_HINT = "too many requests open at once: the oldest open requests are dropped unscored"
 
@@ -90,6 +100,11 @@ class RootRun:
     session_id: str | None = None  # the conversation: the memory's own id, else groundtrace.session(...)'s
     # each agent tool call's id (the one the model's messages carry) and its ToolOutput, in order
     tool_calls: list[tuple[str, Any]] = field(default_factory=list)
+    # the variables of the prompt templates the run's model calls were filled from (LLM.predict's template and
+    # its arguments): references, read at the end when no retrieval or tool output ran (capture.carried)
+    prompts: list[dict[str, Any]] = field(default_factory=list)
+    model_root: bool = False  # the root is an LLM's own call (complete, chat): a model called by hand
+    embedding_root: bool = False  # the root is an embedding model's call: never a turn
 
     @classmethod
     def start(cls, span_id: str, arguments: dict[str, Any], tags: dict[str, Any] | None,
@@ -128,6 +143,18 @@ class RootRun:
     def note_nodes(self, nodes: Any, within: str | None) -> None:
         if isinstance(nodes, list) and nodes:
             self.found.append((NODES, nodes, within))
+
+    def note_marked(self, retrieved: Retrieved, within: str | None) -> None:
+        """A @groundtrace.retrieval call made inside this run: a retrieval of it (its query noted)."""
+        self.found.append((MARKED, retrieved, within))
+        self.note_question(retrieved.query)
+
+    def note_prompt(self, template: Any, arguments: Any) -> None:
+        """A model call filled a prompt template (LLM.predict): its variables, partial ones included."""
+        partial = getattr(template, "kwargs", None)
+        variables = {**(partial if isinstance(partial, dict) else {}), **(arguments if isinstance(arguments, dict) else {})}
+        if variables and len(self.prompts) < MAX_PROMPTS:
+            self.prompts.append(variables)
 
     def note_tool_call(self, call_id: str, name: str | None, arguments: dict[str, Any]) -> None:
         if name is not None:
@@ -198,6 +225,11 @@ class RootRun:
         a question or something retrieved."""
         return bool(self.question or self.first_question or self.found)
 
+    def carries(self, question: str | None) -> bool:
+        """Whether a prompt's variables may hold contexts (named like them, or by elimination): a cheap test
+        of names and lengths, on the application's thread."""
+        return any(prompt_variables(variables, question) for variables in self.prompts)
+
     def read_end(self, answer: str | None, result: Any, tools: ToolFilter = EVERY_TOOL, span_text: bool = True,
                  on_failure: Callable[[], None] | None = None,
                  earlier: EarlierCalls | None = None) -> PendingRecord | Record | str:
@@ -221,8 +253,8 @@ class RootRun:
             return NO_ANSWER
         ended = TurnEnd(self, question, answer, source_nodes(result), tools, on_failure, earlier)
         chosen = None
-        if not ended.certain():  # nothing retrieved or returned yet in sight: choose here, maybe nothing
-            chosen = choose_contexts(self, answer, ended.response_nodes, tools, earlier)
+        if not ended.certain() and not self.carries(question):  # nothing retrieved or returned yet in sight: choose here, maybe nothing
+            chosen = choose_contexts(self, answer, ended.response_nodes, tools, earlier, question)
             if chosen is None:
                 return NOTHING_TO_SCORE
         # a request span is written (with the request's own times) only for a turn that makes a Record
@@ -272,6 +304,8 @@ class TurnEnd(PendingRecord):
         if any(isinstance(node, NodeWithScore) for node in self.response_nodes):
             return True
         for kind, value, _ in self.run.found:
+            if kind == MARKED:
+                return True  # the application said these are contexts
             if kind == NODES:
                 if any(isinstance(node, NodeWithScore) for node in value):
                     return True
@@ -294,7 +328,7 @@ class TurnEnd(PendingRecord):
     def build(self) -> Record:
         """The Record, in the Monitor's worker."""
         try:
-            chosen = choose_contexts(self.run, self.answer, self.response_nodes, self.tools, self.earlier)
+            chosen = choose_contexts(self.run, self.answer, self.response_nodes, self.tools, self.earlier, self.question)
             if chosen is None:  # certain() said there would be a passage
                 raise ValueError("no passage after all")
             return self.record(chosen)

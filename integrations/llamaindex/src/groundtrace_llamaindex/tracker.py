@@ -28,9 +28,18 @@ from typing import Any
 from groundtrace.monitor import Monitor
 from groundtrace.privacy import Mask
 from groundtrace.redaction import get_logger
+from groundtrace.capture.explicit import (
+    Retrieved,
+    claim_for_framework,
+    has_pending,
+    register_finder,
+    take_pending,
+    unregister_finder,
+)
 from groundtrace.capture.turn import ToolFilter
 from groundtrace.capture.stats import CaptureCounter, CaptureStats
 from llama_index.core.agent.workflow.workflow_events import ToolCallResult
+from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.base.llms.base import BaseLLM
 from llama_index.core.base.response.schema import AsyncStreamingResponse, StreamingResponse
 from llama_index.core.chat_engine.types import StreamingAgentChatResponse
@@ -39,8 +48,11 @@ from llama_index.core.instrumentation.events.llm import (
     LLMChatStartEvent,
     LLMCompletionEndEvent,
     LLMCompletionStartEvent,
+    LLMPredictStartEvent,
+    LLMStructuredPredictStartEvent,
 )
 from llama_index.core.instrumentation.events.query import QueryEndEvent, QueryStartEvent
+from llama_index.core.instrumentation.span import active_span_id
 from llama_index.core.instrumentation.events.rerank import ReRankEndEvent
 from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent, RetrievalStartEvent
 from llama_index.core.instrumentation.events.synthesis import SynthesizeEndEvent
@@ -55,6 +67,7 @@ from groundtrace_llamaindex.run import (
     EVICTED_HINT,
     HINTS,
     LLM_END,
+    MODEL_ONLY,
     QUERY_END,
     STREAM_UNFINISHED,
     SYNTHESIZE_END,
@@ -67,9 +80,11 @@ log = get_logger("groundtrace.llamaindex")
 # Roots whose end never comes (a chat stream whose writer task never ran) must not pile up forever;
 # far above any real number of requests in flight in one process.
 MAX_OPEN_ROOTS = 10_000
+FINDER = "llamaindex"  # the name this integration's finder of @groundtrace.retrieval calls is registered by
 NO_SCOPE: tuple[str | None, str | None] = (None, None)
-_PLAIN, _LLM, _TOOL, _POSTPROCESSOR, _WORKFLOW = 0, 1, 2, 3, 4
-_KINDS = ((BaseLLM, _LLM), (BaseTool, _TOOL), (BaseNodePostprocessor, _POSTPROCESSOR), (Workflow, _WORKFLOW))
+_PLAIN, _LLM, _TOOL, _POSTPROCESSOR, _WORKFLOW, _EMBEDDING = 0, 1, 2, 3, 4, 5
+_KINDS = ((BaseLLM, _LLM), (BaseTool, _TOOL), (BaseNodePostprocessor, _POSTPROCESSOR), (Workflow, _WORKFLOW),
+          (BaseEmbedding, _EMBEDDING))
 
 
 class RootTracker:
@@ -97,6 +112,7 @@ class RootTracker:
         self._counts = CaptureCounter("LlamaIndex")  # where every root went: see stats()
         self._streams_open = 0  # roots whose answer streams to a caller who has not finished reading it
         self._earlier = EarlierCalls()  # the agent tool calls of ended turns, which later turns read from memory
+        register_finder(FINDER, self._file_marked)  # where a @groundtrace.retrieval call inside a root goes
 
     @property
     def open_roots(self) -> int:
@@ -148,6 +164,13 @@ class RootTracker:
     def _start_root(self, span_id: str, arguments: dict[str, Any], tags: dict[str, Any] | None, instance: Any,
                     kind: int) -> None:
         run = RootRun.start(span_id, arguments, tags, instance, workflow=kind == _WORKFLOW)
+        # a model called by hand; not one an engine's stream runs as the caller reads it (after its root ended)
+        run.embedding_root = kind == _EMBEDDING  # an embedding's query argument is no one's question
+        if kind == _LLM and not self._streams_open:
+            run.model_root = True
+            if has_pending():  # retrieve, then call the model: @groundtrace.retrieval calls made just before
+                for retrieved in take_pending():
+                    run.note_marked(retrieved, None)
         with self._lock:
             self._counts.root()
             self._runs[span_id] = run
@@ -237,9 +260,23 @@ class RootTracker:
     def _tool_call_of(self, span_id: str) -> str | None:
         return self._scope_of.get(span_id, NO_SCOPE)[0]
 
+    def _file_marked(self, retrieved: Retrieved) -> bool:
+        """The finder of @groundtrace.retrieval calls (groundtrace.capture.explicit): a call made inside a
+        span this tracker follows is a retrieval of that span's root (LlamaIndex's active span says which)."""
+        span_id = active_span_id.get()
+        if span_id is None or self._closed:
+            return False
+        with self._lock:
+            run = self._root_of.get(span_id)
+            if run is None or run.closed:
+                return False
+            run.note_marked(retrieved, self._tool_call_of(span_id))
+        return True
+
     # ------------------------------------------------------------------------------- end
     def close(self) -> None:
         """Stop tracking: open roots are forgotten and streams still being read submit nothing."""
+        unregister_finder(FINDER, self._file_marked)
         with self._lock:
             self._closed = True
             self._runs.clear()
@@ -295,21 +332,25 @@ class RootTracker:
             if run.tool_calls:
                 with self._lock:
                     run.remember_tool_calls(self._earlier)
-            if not run.is_turn():
-                self._counts.not_turn()
+            if run.embedding_root or not run.is_turn():
+                if run.model_root and run.turn.calls:  # a model called by hand: said, with the fix
+                    self._no_record(MODEL_ONLY, warn=True)
+                else:
+                    self._counts.not_turn()
                 return
             # the Record itself is built by the Monitor's worker, and only if the Monitor keeps it
             record = run.read_end(answer, result, self._tools, span_text=self._span_text, on_failure=self.callback_failed,
                                   earlier=self._earlier)
             if isinstance(record, str):
                 log.debug("groundtrace: %s made no record: %s", run.name, record)
-                self._no_record(record)
+                self._no_record(record, warn=bool(run.turn.calls))
                 return
             self._monitor.submit(record, mask=self._mask)
         except Exception:
             self._unreadable(run)
             return
         self._counts.recorded(run.excluded)
+        claim_for_framework()  # a groundtrace.turn around this root: this Record is that turn's
 
     def _unreadable(self, run: RootRun) -> None:
         """groundtrace failed at a root's end (on the caller's thread, maybe in its `for token in
@@ -321,9 +362,11 @@ class RootTracker:
         except Exception:
             pass
 
-    def _no_record(self, reason: str) -> None:
+    def _no_record(self, reason: str, warn: bool = False) -> None:
+        """``warn``: the turn called a model (an answer groundtrace could not read): said at WARNING."""
         try:  # called on the caller's thread too (a stream's end): never raises into it
-            self._counts.no_record(reason, HINTS.get(reason, ""))
+            self._counts.no_record(reason, HINTS.get(reason, ""), warn)
+            self._monitor.note_no_record(reason)
         except Exception:
             log.debug("groundtrace: could not count a turn with no record", exc_info=True)
 
@@ -400,4 +443,6 @@ EVENT_READERS: dict[type, EventReader] = {
     LLMChatStartEvent: lambda t, run, s, e: t._start_call(run, s, e.messages),
     LLMCompletionEndEvent: lambda t, run, s, e: t._end_call(run, s, e.response),
     LLMChatEndEvent: lambda t, run, s, e: t._end_call(run, s, e.response),
+    LLMPredictStartEvent: lambda t, run, s, e: run.note_prompt(e.template, e.template_args),
+    LLMStructuredPredictStartEvent: lambda t, run, s, e: run.note_prompt(e.template, e.template_args),
 }
