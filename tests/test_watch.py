@@ -186,3 +186,15 @@ def test_follow_prints_what_is_appended_after_it_started(tmp_path):
     finally:
         watcher.terminate()
         watcher.wait(timeout=10)
+
+
+def test_an_empty_scores_file_says_why_there_may_be_no_records_and_how_to_check(tmp_path):
+    path = tmp_path / "groundtrace-scores.jsonl"
+    path.write_text("")
+    result = watch(str(path), "--no-follow")
+    assert result.exit_code == 0 and result.stdout == ""
+    said = " ".join(result.stderr.split())
+    assert said.startswith(f"groundtrace watch: no scored answer in {path}. If your application answered, check:")
+    assert "handler.stats() (LangChain) or groundtrace_llamaindex.stats() counts each turn that made no record" in said
+    assert "decorate the function with @groundtrace.retrieval" in said
+    assert said.endswith("docs: troubleshooting, 'I see no scores'")

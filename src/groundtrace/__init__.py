@@ -7,7 +7,8 @@ from groundtrace.frame import score_frame
 from groundtrace.metrics import Metric, get_metric, metric_names, register_metric
 from groundtrace.record import Record
 from groundtrace.score import Cost, Score, ScoredRecord, Span
-from groundtrace.capture.explicit import retrieval, turn
+from groundtrace.capture.explicit import turn
+from groundtrace.capture.marked import retrieval
 from groundtrace.capture.session import current_session, session
 
 if TYPE_CHECKING:

@@ -102,3 +102,15 @@ def test_an_empty_scores_file_gives_the_no_records_page(tmp_path):
     result = runner.invoke(app, ["report", str(empty), "-o", str(tmp_path / "out" / "r.html")])
     assert result.exit_code == 0, result.output
     assert parse((tmp_path / "out" / "r.html").read_text(encoding="utf-8")).find("section", id="empty")
+
+
+def test_a_file_with_no_records_says_why_there_may_be_none(tmp_path):
+    scores = tmp_path / "groundtrace-scores.jsonl"
+    scores.write_text("")
+    result = runner.invoke(app, ["report", str(scores), "-o", str(tmp_path / "report.html")])
+    assert result.exit_code == 0
+    said = " ".join(result.output.split())
+    assert "0 records" in said and f"no scored answer in {scores}" in said
+    assert "decorate the function with @groundtrace.retrieval" in said
+    page = parse((tmp_path / "report.html").read_text(encoding="utf-8"))
+    assert "@groundtrace.retrieval" in page.find("section", id="empty").text

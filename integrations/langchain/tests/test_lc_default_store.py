@@ -46,3 +46,29 @@ def test_a_handler_with_no_sink_writes_the_default_store_and_says_so_once(unconf
     assert announced[0].getMessage().splitlines()[:2] == [
         f"groundtrace: no sink configured, so scores go to {store}", f"  watch them:  groundtrace watch {store}"]
     handler.close()
+
+
+def test_the_exit_summary_counts_the_turns_that_made_no_record(unconfigured, caplog):
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from langchain_core.runnables import chain
+
+    caplog.set_level(logging.WARNING, logger="groundtrace")
+    handler = GroundtraceCallbackHandler(metrics=["lexical"])
+    llm = FakeListChatModel(responses=[GROUNDED_ANSWER])
+
+    @chain
+    def f_string(question: str) -> str:  # its context reaches the model in an f-string: no callback sees it
+        return llm.invoke(f"Context: Paris is the capital of France.\nQuestion: {question}").content
+
+    rag_chain().invoke("What is the capital of France?", config={"callbacks": [handler]})
+    for _ in range(2):
+        f_string.invoke("What is the capital of France?", config={"callbacks": [handler]})
+    handler.close()
+
+    store = unconfigured / "groundtrace-scores.jsonl"
+    [closing] = [r.getMessage() for r in caplog.records if "scored" in r.getMessage()]
+    assert closing.splitlines() == [
+        f"groundtrace: 1 answer scored, 0 flagged; scores in {store}",
+        "groundtrace: 2 turns made no record (no retrieval and no tool output: 2); the integration's stats() says why "
+        "(handler.stats(), groundtrace_llamaindex.stats()), and @groundtrace.retrieval marks retrieval groundtrace "
+        "cannot see (docs: troubleshooting, 'I see no scores')"]

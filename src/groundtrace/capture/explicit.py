@@ -1,32 +1,20 @@
-"""Say what the callbacks cannot see: ``@groundtrace.retrieval`` and ``groundtrace.turn``.
+"""``groundtrace.turn``: the turn itself, for code with no framework callback at all (the OpenAI SDK over a
+vector database's client).
 
-``@groundtrace.retrieval`` marks a function's return value as the contexts of the turn it runs in
-(strings, LangChain Documents, LlamaIndex nodes, dicts with a text field, ``(item, score)`` pairs, a
-vector store's result with ``.nodes``); sync and async functions, generators and async generators
-(what they yield, collected as it is read). Where the return value goes, innermost first:
+``with groundtrace.turn(question) as t: ...; t.answer = text``, or ``@groundtrace.turn`` on the function that
+answers (the question is its first string argument or its ``question``/``query``/``input``/``message``
+argument; the answer its return value, or what a generator yields, joined). The contexts are what the
+``@groundtrace.retrieval`` functions called inside return (:mod:`groundtrace.capture.marked`), or what
+``t.add_contexts(...)`` is given. It submits one Record to the same Monitor as the callbacks (``monitor=``,
+else the process-wide one configured from ``GROUNDTRACE_*``), in the same conversation
+(``groundtrace.session``, or ``session_id=``) and trace (the current OpenTelemetry span, else a
+``groundtrace.request`` span of its own where an SDK is installed). A framework turn that runs inside it and
+makes its own Record is that Record: the block makes none of its own unless contexts were given to it
+directly.
 
-1. the framework turn it runs inside (a LangChain root run, a LlamaIndex root span), found through
-   the framework's own context by the integration, which registered a finder here
-   (:func:`register_finder`): the contexts are a retrieval of that turn, trusted as a retriever's;
-2. the :func:`turn` block or function around it;
-3. else it waits, in the caller's context, for the next model call that starts a turn there (a
-   LangChain model called by hand, a LlamaIndex LLM's ``complete``/``chat``, a chain invoked after the
-   retrieval): "retrieve, then call the model" is a turn. What waits is kept for
-   :data:`PENDING_TTL_S` and a few calls (:data:`MAX_PENDING`), and taken once.
-
-``groundtrace.turn`` is the turn itself for code with no framework at all (the OpenAI SDK over a vector
-database's client): ``with groundtrace.turn(question) as t: ...; t.answer = text``, or ``@groundtrace.turn``
-on a function (the question is its first string argument or its ``question``/``query``/``input``/
-``message`` argument; the answer its return value, or what a generator yields, joined). It submits one
-Record to the same Monitor as the callbacks (``monitor=``, else the process-wide one configured from
-``GROUNDTRACE_*``), in the same conversation (``groundtrace.session``, or ``session_id=``) and trace (the
-current OpenTelemetry span, else a ``groundtrace.request`` span of its own where an SDK is installed). A
-framework turn that runs inside it and makes its own Record is that Record: the block makes none of
-its own unless contexts were given to it directly.
-
-On the application's thread this only keeps references: the return value is read, and the Record
-built, in the Monitor's worker. Nothing here raises into the application: a failure of groundtrace's
-own is logged once and counted (:func:`stats`).
+On the application's thread this only keeps references: the Record is built in the Monitor's worker.
+Nothing here raises into the application: a failure of groundtrace's own is logged once and counted
+(:func:`stats`).
 """
 
 from __future__ import annotations
@@ -35,26 +23,18 @@ import contextvars
 import functools
 import inspect
 import threading
-import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
-from groundtrace.capture.carried import Carried, choose, item_origin, value_candidate
+from groundtrace.capture.carried import choose, item_origin
+from groundtrace.capture.marked import COUNTS, Retrieved, count_failure, current_turn, function_name, query_of
 from groundtrace.capture.session import current_session
-from groundtrace.capture.stats import CaptureCounter, CaptureStats
+from groundtrace.capture.stats import CaptureStats
 from groundtrace.record import EXCLUDED, NOT_EXCLUDED, PendingRecord, Record
-from groundtrace.redaction import get_logger
 from groundtrace.trace_context import current_links, otel_ids
 
-log = get_logger("groundtrace.capture")
-
 F = TypeVar("F", bound=Callable[..., Any])
-# what waits for the next model call of its context: this long, at most this many retrievals
-PENDING_TTL_S = 300.0
-MAX_PENDING = 8
-# argument names that hold the question or the query, after the first string argument
-QUESTION_ARGUMENTS = ("question", "query", "input", "message", "q", "text", "prompt")
 TRACER_NAME = "groundtrace.turn"
 
 NO_ANSWER = "no answer"
@@ -64,169 +44,7 @@ NO_CONTEXTS_HINT = ("nothing marked its contexts: call a function decorated with
                     "turn, or turn.add_contexts(...) (docs: troubleshooting, 'I see no scores')")
 
 
-@dataclass(eq=False, slots=True)
-class Retrieved:
-    """One call of a ``@groundtrace.retrieval`` function: its name, the query it was given and what it
-    returned (kept as it was; read in the Monitor's worker)."""
-
-    name: str
-    query: str | None
-    value: Any
-    at: float = field(default_factory=time.monotonic)
-
-    def candidate(self) -> Carried | None:
-        """Its passages, as a carried candidate named after the function (a retrieval's documents: the
-        :data:`~groundtrace.capture.carried.DOCUMENTS` tier whatever their type)."""
-        found = value_candidate(self.value, f"@groundtrace.retrieval '{self.name}'")
-        if found is not None and found.unreadable:
-            _say_once(("unreadable", self.name),
-                      "groundtrace: @groundtrace.retrieval %r returned %d item(s) with no text (a string, a Document's "
-                      "page_content, a node's get_content(), a dict's text field): they are not contexts",
-                      self.name, found.unreadable)
-        return None if found is None else Carried(found.origin, 0, found.passages, found.unreadable)
-
-
-# ------------------------------------------------------------------------------------- finders
-# An integration's finder: given a retrieval made now, file it under the framework turn the caller runs
-# in and answer True, else False. Called on the application's thread: a context lookup, nothing more.
-Finder = Callable[[Retrieved], bool]
-_finders: dict[str, Finder] = {}
-
-
-def register_finder(name: str, finder: Finder) -> None:
-    """An integration's way to the framework turn a retrieval runs in (replaces one of the same name)."""
-    _finders[name] = finder
-
-
-def unregister_finder(name: str, finder: Finder | None = None) -> None:
-    """Forget the finder of that name (only if it is ``finder``, when given: a newer one stays)."""
-    if finder is None or _finders.get(name) == finder:
-        _finders.pop(name, None)
-
-
-# ------------------------------------------------------------------------------------ pending
-# The caller's list of retrievals made outside any turn: a mutable holder, so that a framework callback
-# running in a copy of the context takes them for the context they were made in.
-_pending: contextvars.ContextVar[list[Retrieved] | None] = contextvars.ContextVar("groundtrace_pending", default=None)
-
-
-def _hold(retrieved: Retrieved) -> None:
-    held = _pending.get()
-    if held is None:
-        held = []
-        _pending.set(held)
-    held.append(retrieved)
-    del held[:-MAX_PENDING]
-
-
-def has_pending() -> bool:
-    """Whether retrievals made outside any turn wait in the caller's context (one ContextVar read)."""
-    held = _pending.get()
-    return bool(held)
-
-
-def take_pending() -> list[Retrieved]:
-    """The retrievals waiting in the caller's context (made in the last :data:`PENDING_TTL_S`), taken:
-    the model call starting now is their turn."""
-    held = _pending.get()
-    if not held:
-        return []
-    taken, held[:] = list(held), []
-    oldest = time.monotonic() - PENDING_TTL_S
-    return [retrieved for retrieved in taken if retrieved.at >= oldest]
-
-
-# ------------------------------------------------------------------------------- the decorator
-def _query_of(function: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str | None:
-    """The query a retrieval was given: its first string argument, else an argument named like one."""
-    for name in QUESTION_ARGUMENTS:
-        if isinstance(kwargs.get(name), str):
-            return kwargs[name]
-    for value in args:
-        if isinstance(value, str):
-            return value
-    return None
-
-
-def deliver(retrieved: Retrieved) -> None:
-    """File a retrieval where it belongs (innermost first: a framework turn, a :func:`turn`, the caller's
-    context for the next model call). Never raises."""
-    try:
-        for name, finder in list(_finders.items()):
-            try:
-                if finder(retrieved):
-                    return
-            except Exception:
-                _count_failure(f"the {name} finder")
-        scope = _current.get()
-        if scope is not None and scope.open:
-            scope.retrievals.append(retrieved)
-            return
-        _hold(retrieved)
-    except Exception:
-        _count_failure("@groundtrace.retrieval")
-
-
-@overload
-def retrieval(function: F) -> F: ...
-@overload
-def retrieval(function: None = None, *, name: str | None = None) -> Callable[[F], F]: ...
-
-
-def retrieval(function: Callable[..., Any] | None = None, *, name: str | None = None) -> Any:
-    """Mark what ``function`` returns (or yields) as the contexts of the turn it runs in (see the module).
-
-    ``@groundtrace.retrieval`` or ``@groundtrace.retrieval(name="pgvector")``; the function is called as it
-    is and its value returned unchanged (a generator is passed through item by item)."""
-    if function is None:
-        return functools.partial(retrieval, name=name)
-    label = str(name or getattr(function, "__qualname__", None) or getattr(function, "__name__", "retrieval"))
-
-    if inspect.isasyncgenfunction(function):
-        @functools.wraps(function)
-        async def agen_wrapper(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-            items: list[Any] = []
-            async for item in function(*args, **kwargs):
-                items.append(item)
-                yield item
-            deliver(Retrieved(label, _query_of(function, args, kwargs), items))
-
-        return agen_wrapper
-    if inspect.isgeneratorfunction(function):
-        @functools.wraps(function)
-        def gen_wrapper(*args: Any, **kwargs: Any) -> Iterator[Any]:
-            items: list[Any] = []
-            for item in function(*args, **kwargs):
-                items.append(item)
-                yield item
-            deliver(Retrieved(label, _query_of(function, args, kwargs), items))
-
-        return gen_wrapper
-    if inspect.iscoroutinefunction(function):
-        @functools.wraps(function)
-        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            value = await function(*args, **kwargs)
-            deliver(Retrieved(label, _query_of(function, args, kwargs), value))
-            return value
-
-        return async_wrapper
-
-    @functools.wraps(function)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        value = function(*args, **kwargs)
-        deliver(Retrieved(label, _query_of(function, args, kwargs), value))
-        return value
-
-    return wrapper
-
-
 # ------------------------------------------------------------------------------------ the turn
-_current: contextvars.ContextVar[TurnScope | None] = contextvars.ContextVar("groundtrace_turn", default=None)
-COUNTS = CaptureCounter("plain Python")
-_said: set[Any] = set()
-_said_lock = threading.Lock()
-
-
 def stats() -> CaptureStats:
     """Where every :func:`turn` went (the integrations' shape: recorded, no_record per reason, failed)."""
     return COUNTS.snapshot(in_flight=_open_turns())
@@ -248,10 +66,10 @@ def _opened(step: int) -> None:
 
 
 def claim_for_framework() -> None:
-    """An integration's root starts: if a :func:`turn` is open around it, that turn's Record is the
+    """An integration recorded a turn: if a :func:`turn` is open around it, that turn's Record is the
     framework's (one ContextVar read when none is)."""
-    scope = _current.get()
-    if scope is not None:
+    scope = current_turn.get()
+    if isinstance(scope, TurnScope):
         scope.framework_turns += 1
 
 
@@ -299,7 +117,7 @@ class TurnScope:
         self.framework_turns = 0
         self.open = False
         self.id: str | None = None
-        self._token: contextvars.Token[TurnScope | None] | None = None
+        self._token: contextvars.Token[Any] | None = None
         self._span: Any = None
         self._ids: tuple[str, str] | None = None
         self._links: dict[str, str] = {}
@@ -323,11 +141,9 @@ class TurnScope:
         self.__exit__(kind, error, traceback)
 
     def _start(self) -> None:
-        import uuid
-
         self.open = True
         self.id = self.id or str(uuid.uuid4())
-        self._token = _current.set(self)
+        self._token = current_turn.set(self)
         _opened(1)
         COUNTS.root()
         try:
@@ -341,14 +157,14 @@ class TurnScope:
                 self._ids = otel_ids(self._span) if self._span is not None else None
             self._links = current_links()
         except Exception:
-            _count_failure("groundtrace.turn (start)")
+            count_failure("groundtrace.turn (start)")
 
     def _end(self, error: BaseException | None) -> None:
         self.open = False
         _opened(-1)
         if self._token is not None:
             try:
-                _current.reset(self._token)
+                current_turn.reset(self._token)
             except ValueError:  # ended in another context (a generator closed elsewhere): nothing to restore
                 pass
             self._token = None
@@ -362,7 +178,7 @@ class TurnScope:
                 return
             self._submit()
         except Exception:
-            _count_failure("groundtrace.turn (end)")
+            count_failure("groundtrace.turn (end)")
             COUNTS.unreadable()
 
     def _submit(self) -> None:
@@ -389,10 +205,10 @@ class TurnScope:
     def __call__(self, function: F) -> F:
         options: dict[str, Any] = dict(session_id=self.session_id, metadata=self.metadata, monitor=self.monitor, mask=self.mask,
                        sample_rate=self.sample_rate)
-        label = self.name or getattr(function, "__qualname__", None)
+        label = self.name or function_name(function)
 
         def scope_for(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> TurnScope:
-            return TurnScope(_query_of(function, args, kwargs), name=label, **options)
+            return TurnScope(query_of(function, args, kwargs), name=label, **options)
 
         if inspect.isasyncgenfunction(function):
             @functools.wraps(function)
@@ -486,24 +302,3 @@ class ExplicitTurn(PendingRecord):
                       trace_id=scope._ids[0] if scope._ids else None, span_id=scope._ids[1] if scope._ids else None,
                       trace_links=scope._links, session_id=scope.session_id)
 
-
-def _say_once(key: Any, message: str, *args: Any) -> None:
-    with _said_lock:
-        if key in _said:
-            return
-        _said.add(key)
-    log.warning(message, *args)
-
-
-def _count_failure(where: str) -> None:
-    """A failure of groundtrace's own on the application's thread: counted, said once (the exception's type
-    only: its message may hold the application's text), never raised."""
-    try:
-        import sys
-
-        COUNTS.callback_error()
-        error = sys.exc_info()[1]
-        _say_once(("failure", where, type(error).__name__), "groundtrace: %s failed (%s); the application is not "
-                  "affected, stats() counts it", where, type(error).__name__)
-    except Exception:
-        pass

@@ -23,6 +23,18 @@ if TYPE_CHECKING:
 console = Console(stderr=True)
 out = Console()
 
+# what `watch` and `report` say of a scores file with no records: why there may be none, and how to check
+NO_RECORDS_WHY = (
+    "no scored answer in {path}. If your application answered, check:\n"
+    "  - where its turns went: handler.stats() (LangChain) or groundtrace_llamaindex.stats() counts each turn "
+    "that made no record, per reason, and the first one of each reason is logged at WARNING;\n"
+    "  - retrieval in your own code (a vector store queried by hand, an f-string prompt) is invisible to the "
+    "callbacks: decorate the function with @groundtrace.retrieval;\n"
+    "  - the scores go elsewhere when GROUNDTRACE_SINKS names a sink, and wait in a queue until the process "
+    "exits normally.\n"
+    "  docs: troubleshooting, 'I see no scores'"
+)
+
 def metric_names(values: Sequence[str] | None) -> list[str]:
     """-m a -m b,c -> ['a', 'b', 'c']: repeated and comma-separated forms alike, order kept, duplicates dropped."""
     names = (name.strip() for value in values or [] for name in value.split(","))

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from groundtrace.cli.common import SchemaOption, console
+from groundtrace.cli.common import NO_RECORDS_WHY, SchemaOption, console
 
 
 def report_command(
@@ -37,5 +37,7 @@ def report_command(
         raise typer.Exit(2) from None
     console.print(f"wrote {written.path}: {written.records} records"
                   + (f", {written.labelled} with gold labels" if labels is not None else ""))
+    if not written.records:
+        console.print(NO_RECORDS_WHY.format(path=input_path), style="yellow", markup=False, soft_wrap=True)
     if labels is not None and not written.labelled:
         console.print(f"[yellow]no record id of {input_path} is in {labels}: nothing to compare with[/yellow]")

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from groundtrace.cli.common import metric_names
+from groundtrace.cli.common import NO_RECORDS_WHY, metric_names
 
 #: how often a followed file is looked at
 POLL_S = 0.25
@@ -169,11 +169,15 @@ def watch_command(
         there = target.exists()
         if not there and not follow:
             warn(f"no scores yet: {target} does not exist (it appears with the first scored answer)")
+            warn(NO_RECORDS_WHY.format(path=target))
             raise typer.Exit(2)
-        for row, scores in deque(_rows(follower.lines(), view, warn), maxlen=last):  # read through, keep the last
+        lines = follower.lines()
+        for row, scores in deque(_rows(lines, view, warn), maxlen=last):  # read through, keep the last
             show(row, scores)
         if not there:
             warn(f"waiting for {target} (nothing scored yet; Ctrl-C to stop)")
+        elif not lines:  # there, and empty: a capture that recorded nothing, most likely
+            warn(NO_RECORDS_WHY.format(path=target))
         while follow:
             time.sleep(POLL_S)
             for row, scores in _rows(follower.lines(), view, warn):

@@ -21,7 +21,7 @@ from typing import Any
 from uuid import UUID
 
 from groundtrace.capture.earlier_turns import EarlierCalls
-from groundtrace.capture.explicit import Retrieved
+from groundtrace.capture.marked import Retrieved
 from groundtrace.redaction import get_logger
 from groundtrace.capture.turn import ModelCall, Turn
 from groundtrace.capture.stats import CaptureCounter, CaptureStats

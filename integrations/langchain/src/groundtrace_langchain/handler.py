@@ -20,7 +20,8 @@ from groundtrace.config import Settings
 from groundtrace.monitor import Monitor, check_sample_rate
 from groundtrace.privacy import Mask
 from groundtrace.capture.carried import may_carry_output
-from groundtrace.capture.explicit import Retrieved, claim_for_framework, has_pending, register_finder, take_pending
+from groundtrace.capture.explicit import claim_for_framework
+from groundtrace.capture.marked import Retrieved, has_pending, register_finder, take_pending
 from groundtrace.capture.session import current_session
 from groundtrace.trace_context import current_links, otel_ids
 from groundtrace.capture.turn import ToolFilter
@@ -198,9 +199,9 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
                     kwargs: dict[str, Any]) -> None:
         try:
             if parent_run_id is None:  # a model called by hand: a turn only after a @groundtrace.retrieval call
-                if has_pending():
+                if has_pending() and (marked := take_pending()):
                     self._start_root(run_id, model_input, kwargs.get("tags"), kwargs.get("metadata"),
-                                     kwargs.get("name") or "model call")
+                                     kwargs.get("name") or "model call", marked)
                     root = COLLECTOR.root_of(self._scope, run_id)
                     if root is not None:
                         root.pending[run_id.int] = root.turn.start_call(model_input)
@@ -268,7 +269,9 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
 
     # ---------------------------------------------------------------------------------- roots
     def _start_root(self, run_id: UUID, inputs: Any, tags: list[str] | None, metadata: dict[str, Any] | None,
-                    name: str | None) -> None:
+                    name: str | None, marked: list[Retrieved] | None = None) -> None:
+        """``marked``: @groundtrace.retrieval calls made just before, outside any turn, taken already (else
+        taken here): this turn's retrievals."""
         excluded = bool(metadata) and Monitor.excludes(metadata)  # an excluded run starts no span, reads no links
         ids, span = (None, None) if excluded else _request_ids(run_id, name)
         # the conversation: only groundtrace.session() must be read now (a context variable); the
@@ -278,10 +281,11 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             metadata=dict(metadata) if metadata else {}, excluded=excluded, otel_ids=ids, request_span=span,
             links={} if excluded else current_links(), given_session=current_session(),
         )
-        if has_pending():  # @groundtrace.retrieval calls made just before, outside any turn: this turn's
-            for retrieved in take_pending():
-                root.sources.append(Retrieval(id(retrieved), retrieved.name, retrieved.query or "", None, False,
-                                              marked=retrieved))
+        if marked is None and has_pending():
+            marked = take_pending()
+        for retrieved in marked or ():
+            root.sources.append(Retrieval(id(retrieved), retrieved.name, retrieved.query or "", None, False,
+                                          marked=retrieved))
         for evicted in COLLECTOR.add_root(self._scope, root):
             end_request_span(evicted.request_span)
 

@@ -13,7 +13,7 @@ from groundtrace.redaction import get_logger
 from groundtrace.capture.session import current_session
 from groundtrace.trace_context import current_links, otel_ids
 from groundtrace.capture.carried import prompt_variables
-from groundtrace.capture.explicit import Retrieved
+from groundtrace.capture.marked import Retrieved
 from groundtrace.capture.turn import ModelCall, ToolFilter, Turn
 from llama_index.core.agent.workflow import AgentWorkflow
 from llama_index.core.schema import NodeWithScore

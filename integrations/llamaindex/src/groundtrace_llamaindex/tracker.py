@@ -28,14 +28,8 @@ from typing import Any
 from groundtrace.monitor import Monitor
 from groundtrace.privacy import Mask
 from groundtrace.redaction import get_logger
-from groundtrace.capture.explicit import (
-    Retrieved,
-    claim_for_framework,
-    has_pending,
-    register_finder,
-    take_pending,
-    unregister_finder,
-)
+from groundtrace.capture.explicit import claim_for_framework
+from groundtrace.capture.marked import Retrieved, has_pending, register_finder, take_pending, unregister_finder
 from groundtrace.capture.turn import ToolFilter
 from groundtrace.capture.stats import CaptureCounter, CaptureStats
 from llama_index.core.agent.workflow.workflow_events import ToolCallResult
