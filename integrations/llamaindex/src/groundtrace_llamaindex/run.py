@@ -104,7 +104,7 @@ class RootRun:
     # its arguments): references, read at the end when no retrieval or tool output ran (capture.carried)
     prompts: list[dict[str, Any]] = field(default_factory=list)
     model_root: bool = False  # the root is an LLM's own call (complete, chat): a model called by hand
-    embedding_root: bool = False  # the root is an embedding model's call: never a turn
+    component_root: bool = False  # the root is an embedding model's or a retriever's own call: never a turn
 
     @classmethod
     def start(cls, span_id: str, arguments: dict[str, Any], tags: dict[str, Any] | None,

@@ -50,6 +50,7 @@ from llama_index.core.instrumentation.span import active_span_id
 from llama_index.core.instrumentation.events.rerank import ReRankEndEvent
 from llama_index.core.instrumentation.events.retrieval import RetrievalEndEvent, RetrievalStartEvent
 from llama_index.core.instrumentation.events.synthesis import SynthesizeEndEvent
+from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.tools.types import BaseTool, ToolOutput
 from workflows import Workflow
@@ -76,9 +77,9 @@ log = get_logger("groundtrace.llamaindex")
 MAX_OPEN_ROOTS = 10_000
 FINDER = "llamaindex"  # the name this integration's finder of @groundtrace.retrieval calls is registered by
 NO_SCOPE: tuple[str | None, str | None] = (None, None)
-_PLAIN, _LLM, _TOOL, _POSTPROCESSOR, _WORKFLOW, _EMBEDDING = 0, 1, 2, 3, 4, 5
+_PLAIN, _LLM, _TOOL, _POSTPROCESSOR, _WORKFLOW, _EMBEDDING, _RETRIEVER = 0, 1, 2, 3, 4, 5, 6
 _KINDS = ((BaseLLM, _LLM), (BaseTool, _TOOL), (BaseNodePostprocessor, _POSTPROCESSOR), (Workflow, _WORKFLOW),
-          (BaseEmbedding, _EMBEDDING))
+          (BaseEmbedding, _EMBEDDING), (BaseRetriever, _RETRIEVER))
 
 
 class RootTracker:
@@ -159,7 +160,8 @@ class RootTracker:
                     kind: int) -> None:
         run = RootRun.start(span_id, arguments, tags, instance, workflow=kind == _WORKFLOW)
         # a model called by hand; not one an engine's stream runs as the caller reads it (after its root ended)
-        run.embedding_root = kind == _EMBEDDING  # an embedding's query argument is no one's question
+        # an embedding's or a retriever's own call: a step called by hand, no one's turn (its query is no question)
+        run.component_root = kind in (_EMBEDDING, _RETRIEVER)
         if kind == _LLM and not self._streams_open:
             run.model_root = True
             if has_pending():  # retrieve, then call the model: @groundtrace.retrieval calls made just before
@@ -326,7 +328,7 @@ class RootTracker:
             if run.tool_calls:
                 with self._lock:
                     run.remember_tool_calls(self._earlier)
-            if run.embedding_root or not run.is_turn():
+            if run.component_root or not run.is_turn():
                 if run.model_root and run.turn.calls:  # a model called by hand: said, with the fix
                     self._no_record(MODEL_ONLY, warn=True)
                 else:
