@@ -129,10 +129,25 @@ def package_at(ref: str, package_dir: str, package: str) -> str:
         for member in files.getmembers():
             source = files.extractfile(member) if member.isfile() else None
             if source is not None and member.name.endswith(".py"):
-                text = source.read().decode("utf-8").replace(package, name)
+                text = moved_core_imports(source.read().decode("utf-8").replace(package, name))
                 (target / Path(member.name).name).write_text(text, encoding="utf-8")
     sys.path.insert(0, str(target.parent))
     return name
+
+
+# the core modules that moved into groundtrace.capture (issue 36): an integration of before then imports them there
+MOVED = ((r"groundtrace\.capture(?![.\w])", "groundtrace.capture.kit"), (r"groundtrace\.turn_stats\b", "groundtrace.capture.stats"),
+         (r"groundtrace\.turn(?!\w)", "groundtrace.capture.turn"), (r"groundtrace\.session(?!\w)", "groundtrace.capture.session"),
+         (r"groundtrace\.earlier_turns\b", "groundtrace.capture.earlier_turns"))
+
+
+def moved_core_imports(text: str) -> str:
+    """An older integration's source with its imports of moved core modules pointed at where they are now."""
+    import re
+
+    for old, new in MOVED:
+        text = re.sub(rf"(?<=from ){old}(?= import)|(?<=import ){old}", new, text)
+    return text
 
 
 # ------------------------------------------------------------------------------------- the cases
