@@ -280,7 +280,9 @@ class Monitor(Workers):
     def excludes(metadata: Mapping[str, Any] | None) -> bool:
         """Whether metadata (a Record's, or a run's tags an integration reads when a request starts)
         asks to keep the request out of scoring: ``groundtrace_exclude`` (or ``groundtrace.exclude``)."""
-        return metadata is not None and any(metadata.get(key) for key in EXCLUDE_KEYS)
+        if not metadata:  # most records and runs carry none: no generator for them (this runs on every request)
+            return False
+        return any(metadata.get(key) for key in EXCLUDE_KEYS)
 
     @property
     def shows_raw_text(self) -> bool:

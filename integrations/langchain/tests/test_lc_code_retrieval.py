@@ -188,7 +188,7 @@ def test_a_graph_node_that_puts_retrieved_text_in_the_state(handler, monitor, si
 
     record = only_record(monitor, sink)
     assert (record.question, record.answer, record.contexts) == (QUESTION, ANSWER, [JOINED])
-    assert record.metadata["contexts_from"] == "output 'context' of 'retrieve'"
+    assert record.metadata["contexts_from"] == "output 'context' of 'LangGraph'"
 
 
 def test_the_tutorial_graph_with_documents_in_the_state_in_every_form(handler, monitor, sink):
@@ -210,7 +210,7 @@ def test_the_tutorial_graph_with_documents_in_the_state_in_every_form(handler, m
     for record in sink.records:
         assert (record.question, record.answer) == (QUESTION, ANSWER)
         assert record.contexts == [EIFFEL.page_content, PARIS.page_content]
-        assert record.metadata["contexts_from"] == "output 'context' of 'retrieve'"
+        assert record.metadata["contexts_from"] == "output 'context' of 'LangGraph'"
         assert [d["id"] for d in record.metadata["documents"]] == [EIFFEL.id, PARIS.id]
 
 

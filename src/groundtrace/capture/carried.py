@@ -270,13 +270,50 @@ def output_candidates(value: Any, step: str | None, label: str = "output") -> li
 
 def may_carry_output(value: Any) -> bool:
     """Whether a step's output may hold candidates: a cheap test on the application's thread, at every
-    step's end (type checks and a few key lookups; nothing is read)."""
+    step's end (exact type checks first, then a few key lookups; nothing is read). Most outputs are a
+    string, a message or a prompt value: answered by the first two tests."""
     kind = type(value)
+    if kind is str:
+        return False
     if kind is list or kind is tuple:
-        return bool(value) and not isinstance(value[0], str) and read_item(value[0]) is not None
-    if isinstance(value, Mapping):
-        return any(is_context_name(key) and value[key] for key in value)
+        return bool(value) and _looks_like_item(value[0])
+    if kind is dict or (kind not in _NOT_MAPPINGS and isinstance(value, Mapping)):
+        for key in value:
+            if (_NAMES.get(key) if key in _NAMES else _named(key)) and value[key]:
+                return True
+        return False
+    _NOT_MAPPINGS.add(kind)  # a class seen once is not asked again (the set only grows by output classes)
     return False
+
+
+_NOT_MAPPINGS: set[type] = set()
+_NAMES: dict[Any, bool] = {}  # key -> named like a context, for the keys outputs have had (bounded)
+_ITEM_KINDS: dict[type, bool] = {}  # class -> its instances are text-bearing items (classes are few)
+
+
+def _named(key: Any) -> bool:
+    named = is_context_name(key)
+    if len(_NAMES) < 4096:
+        _NAMES[key] = named
+    return named
+# the types of output worth a look at every step's end (an integration tests ``type(output) in CARRIERS``
+# before it calls may_carry_output: most outputs, strings, messages, prompt values, cost one set lookup)
+CARRIERS: frozenset[type] = frozenset({dict, list, tuple})
+
+
+def _looks_like_item(value: Any) -> bool:
+    """A Document, a node, a (document, score) pair, a dict with a text field (not a string: a list of strings
+    is anything at all). Decided once per class, except for dicts and pairs, whose content decides."""
+    kind = type(value)
+    known = _ITEM_KINDS.get(kind)
+    if known is not None:
+        return known
+    if kind is str:
+        return False
+    found = read_item(value) is not None
+    if not isinstance(value, (Mapping, tuple)):
+        _ITEM_KINDS[kind] = found
+    return found
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,11 +10,12 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from groundtrace.capture.carried import scalar_metadata
+from groundtrace.capture.carried import CARRIERS, scalar_metadata
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import LLMResult
 from langchain_core.prompt_values import PromptValue
+from langchain_core.runnables.utils import AddableDict
 
 QUESTION_KEYS = ("question", "input", "query")
 ANSWER_KEYS = ("answer", "output", "result", "text")
@@ -25,6 +26,8 @@ HANDOFF_KEYS = ("__handoff_destination", "__is_handoff_back")
 # what langchain's ContextEditingMiddleware leaves of a tool result it cleared from a model's input
 CLEARED = "[cleared]"
 _HUMAN_ROLES = {"human", "user"}
+# the output types that may hold contexts: a streamed RunnableParallel's output is an AddableDict
+STEP_OUTPUTS = CARRIERS | {AddableDict}
 
 
 def message_text(message: BaseMessage) -> str:

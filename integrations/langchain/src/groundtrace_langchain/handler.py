@@ -21,7 +21,7 @@ from groundtrace.monitor import Monitor, check_sample_rate
 from groundtrace.privacy import Mask
 from groundtrace.capture.carried import may_carry_output
 from groundtrace.capture.explicit import claim_for_framework
-from groundtrace.capture.marked import Retrieved, has_pending, register_finder, take_pending
+from groundtrace.capture.marked import Retrieved, current_turn, has_pending, register_finder, take_pending
 from groundtrace.capture.session import current_session
 from groundtrace.trace_context import current_links, otel_ids
 from groundtrace.capture.turn import ToolFilter
@@ -145,7 +145,9 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
                 root = COLLECTOR.pop_root(self._scope, run_id)
                 if root is not None:
                     self._submit(root, outputs, kwargs.get("inputs"))
-            elif may_carry_output(outputs):  # Documents, or a dict with a context-like key: a reference
+            # a step that returned Documents (a retrieval function): a reference. (A step's dict output, a
+            # LangGraph state update, is read in the root's final output: one test here would cost every step.)
+            elif type(outputs) is list and outputs and may_carry_output(outputs):
                 root = COLLECTOR.root_of(self._scope, run_id)
                 if root is not None:
                     COLLECTOR.add_carried(root, run_id.int, outputs)
@@ -313,7 +315,8 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             COLLECTOR.counts.unreadable()  # and _report_failure counts the callback error
             raise
         COLLECTOR.counts.recorded(root.excluded)
-        claim_for_framework()  # a groundtrace.turn around this root: this root's Record is that turn's
+        if current_turn.get() is not None:  # a groundtrace.turn around this root: this root's Record is that turn's
+            claim_for_framework()
 
 
 def _request_ids(run_id: UUID, run_name: str | None) -> tuple[tuple[str, str] | None, Any]:

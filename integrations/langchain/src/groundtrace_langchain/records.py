@@ -41,6 +41,7 @@ from langchain_core.messages import ToolMessage
 
 from groundtrace_langchain.collector import COLLECTOR, Retrieval, RootRun, ToolRun, report_failure
 from groundtrace_langchain.extract import (
+    STEP_OUTPUTS,
     answer_from_output,
     artifact_documents,
     call_input_text,
@@ -328,10 +329,14 @@ def read_end(root: RootRun, outputs: Any, end_inputs: Any, answer_key: str | Non
         answer = generation_text(call.output) if call is not None else None
         if answer is None:
             raise NothingToScore(NO_ANSWER, NO_ANSWER_HINT)
+    ended = TurnEnd(root, question, answer, call, _links(root), tools)
+    if _is_turn(root, tools):  # its contexts are chosen among its retrievals and tool outputs
+        return ended
     # the root's own input and output, as they are now: the application may reuse them once the run returned
-    ends = [dict(value) for value in (outputs, inputs) if isinstance(value, Mapping) and may_carry_output(value)]
-    ended = TurnEnd(root, question, answer, call, _links(root), tools, ends)
-    if _is_turn(root, tools) or ends or _may_carry(root, question):
+    ended.ends = [(label, dict(value) if isinstance(value, Mapping) else list(value))
+                  for label, value in (("output", outputs), ("input", inputs))
+                  if type(value) in STEP_OUTPUTS and may_carry_output(value)]
+    if ended.ends or _may_carry(root, question):
         return ended
     # nothing says yet that this is a turn: only the answer's model call may (an earlier turn's tool output
     # it read from a thread), so the Record is built here, or NothingToScore raised
@@ -372,13 +377,15 @@ class TurnEnd(PendingRecord):
     __slots__ = ("root", "question", "answer", "call", "links", "tools", "ends")
 
     def __init__(self, root: RootRun, question: str | None, answer: str, call: ModelCall | None,
-                 links: dict[str, str], tools: ToolFilter, ends: list[dict[str, Any]] | None = None) -> None:
+                 links: dict[str, str], tools: ToolFilter) -> None:
         # PendingRecord's fields, set here rather than through its __init__ (this runs on every request)
         self.id = self.run_id = str(root.run_id)
         self.trace_id = root.otel_ids[0] if root.otel_ids is not None else None
         self.metadata = EXCLUDED if root.excluded else NOT_EXCLUDED
         self.root, self.question, self.answer, self.call, self.links, self.tools = root, question, answer, call, links, tools
-        self.ends = ends or []  # the root's output and input, where they may hold contexts
+        # the root's output and input, where they may hold contexts, (label, a copy): read only for a turn with no
+        # retrieval and no tool output (read_end)
+        self.ends: list[tuple[str, Any]] = []
 
     def build(self) -> Record:
         """The Record, in the Monitor's worker: a failure is groundtrace's own (logged and counted
@@ -460,7 +467,7 @@ class TurnEnd(PendingRecord):
                 found.extend(prompt_candidates(value, self.question))
             else:
                 found.extend(output_candidates(value, root.names.get(run)))
-        for value, where in zip(self.ends, ("the chain's output", "the chain's input"), strict=False):
-            found.extend(output_candidates(value, None, where))
+        for where, value in self.ends:
+            found.extend(output_candidates(value, root.name, where))
         return found
 

@@ -80,6 +80,9 @@ NO_SCOPE: tuple[str | None, str | None] = (None, None)
 _PLAIN, _LLM, _TOOL, _POSTPROCESSOR, _WORKFLOW, _EMBEDDING, _RETRIEVER = 0, 1, 2, 3, 4, 5, 6
 _KINDS = ((BaseLLM, _LLM), (BaseTool, _TOOL), (BaseNodePostprocessor, _POSTPROCESSOR), (Workflow, _WORKFLOW),
           (BaseEmbedding, _EMBEDDING), (BaseRetriever, _RETRIEVER))
+# the kinds whose spans scope what runs inside them (an LLM call, a tool call, ...); an embedding's or a
+# retriever's kind matters only when it is a root
+_SCOPING = frozenset({_LLM, _TOOL, _POSTPROCESSOR, _WORKFLOW})
 
 
 class RootTracker:
@@ -148,7 +151,7 @@ class RootTracker:
             return False
         self._root_of[span_id] = run
         run.open_children.add(span_id)
-        if kind != _PLAIN or parent_id in self._scope_of:  # most spans are neither in nor of a tool or LLM
+        if kind in _SCOPING or parent_id in self._scope_of:  # most spans are neither in nor of a tool or LLM
             with self._lock:
                 self._enter_scope(run, span_id, self._scope_of.get(parent_id, NO_SCOPE), kind, instance, arguments)
         if run.closed:
@@ -159,9 +162,9 @@ class RootTracker:
     def _start_root(self, span_id: str, arguments: dict[str, Any], tags: dict[str, Any] | None, instance: Any,
                     kind: int) -> None:
         run = RootRun.start(span_id, arguments, tags, instance, workflow=kind == _WORKFLOW)
-        # a model called by hand; not one an engine's stream runs as the caller reads it (after its root ended)
         # an embedding's or a retriever's own call: a step called by hand, no one's turn (its query is no question)
-        run.component_root = kind in (_EMBEDDING, _RETRIEVER)
+        run.component_root = kind == _EMBEDDING or kind == _RETRIEVER
+        # a model called by hand; not one an engine's stream runs as the caller reads it (after its root ended)
         if kind == _LLM and not self._streams_open:
             run.model_root = True
             if has_pending():  # retrieve, then call the model: @groundtrace.retrieval calls made just before
@@ -171,7 +174,7 @@ class RootTracker:
             self._counts.root()
             self._runs[span_id] = run
             self._root_of[span_id] = run
-            if kind != _PLAIN:
+            if kind in _SCOPING:
                 self._enter_scope(run, span_id, NO_SCOPE, kind, instance, arguments)
             evicted = self._evict_beyond_limit()
         if evicted:
