@@ -106,9 +106,12 @@ def test_a_missing_file_with_no_follow_says_so_and_exits_2(tmp_path):
     result = watch(str(tmp_path / "none.jsonl"), "--no-follow")
     assert result.exit_code == 2
     assert result.stdout == ""
-    assert " ".join(result.stderr.split()) == (
+    said = " ".join(result.stderr.split())
+    assert said.startswith(
         f"groundtrace watch: no scores yet: {tmp_path / 'none.jsonl'} does not exist (it appears with the first "
-        "scored answer)")
+        f"scored answer) groundtrace watch: no scored answer in {tmp_path / 'none.jsonl'}. If your application "
+        "answered, check:")
+    assert said.endswith("docs: troubleshooting, 'I see no scores'")
 
 
 def test_a_line_that_is_not_a_scored_record_is_skipped_with_a_word(tmp_path):
