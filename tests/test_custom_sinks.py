@@ -56,7 +56,7 @@ def test_a_failing_plain_sink_is_named_by_its_class_and_counted(caplog) -> None:
         monitor.submit(Record(**RECORDS[0]))
         assert monitor.flush(30)
     assert monitor.stats.sink_errors == 1
-    assert "sink Broken failed for record r0: the collector is down" in caplog.text
+    assert "groundtrace: sink Broken failed: record r0: RuntimeError: the collector is down" in caplog.text
     assert [record.id for record, _ in PlainSink.received] == ["r0"]  # the other sink still got it
 
 

@@ -196,7 +196,7 @@ def test_a_monitor_sends_no_key_to_opentelemetry_a_jsonl_file_or_the_log(judge, 
     attributes = json.dumps([{**dict(s.attributes), "status": s.status.description,
                               "events": [dict(e.attributes) for e in s.events]} for s in spans])
     assert "[redacted]" in attributes
-    assert "sink FailingSink failed for record r-401: upstream said: Authorization: [redacted], key [redacted]" in caplog.text
+    assert "sink FailingSink failed: record r-400: RuntimeError: upstream said: Authorization: [redacted], key [redacted]" in caplog.text
     assert {"otel": leaks(attributes), "jsonl": leaks(path.read_text()), "log": leaks(caplog.text)} == \
         {"otel": [], "jsonl": [], "log": []}
 

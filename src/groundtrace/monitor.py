@@ -9,12 +9,10 @@ scored or failed, and the counters add up.
 
 from __future__ import annotations
 
-import atexit
 import hashlib
 import os
 import threading
 import time
-import weakref
 from collections import deque
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -25,16 +23,30 @@ from groundtrace.config import Settings
 from groundtrace.cpu_budget import CpuBudget
 from groundtrace.engine import build_metrics
 from groundtrace.metrics import Metric
+from groundtrace.monitor_exit import register_exit_flush
 from groundtrace.monitor_workers import STOP, BoundedQueue, Workers
 from groundtrace.privacy import Mask, load_mask, mask_reference
 from groundtrace.record import PendingRecord, Record
-from groundtrace.redaction import get_logger
+from groundtrace.redaction import RateLimitedWarning, failure_text, get_logger
 from groundtrace.scoring_process import ScoringSetup
 from groundtrace.sinks import close_sinks, flush_sinks, out_of_process
 from groundtrace.sinks.default_store import live_sinks, summary, unrecorded
+from groundtrace.sinks.lanes import Lanes
 from groundtrace.telemetry import build_telemetry
 
 log = get_logger("groundtrace.monitor")
+
+#: the bytes of text the queue may hold (records are sized once it holds QUEUE_SIZED_FROM or more)
+DEFAULT_QUEUE_BYTES = 256 * 1024 * 1024
+QUEUE_SIZED_FROM = 8
+
+
+def record_size(record: Record | PendingRecord) -> int:
+    """The characters of text a record holds (a Record's fields; a PendingRecord's own estimate): lengths only."""
+    if isinstance(record, PendingRecord):
+        return record.size_hint()
+    return len(record.question or "") + len(record.answer or "") + sum(map(len, record.contexts or ()))
+
 
 # Metadata keys that keep a record out of scoring (set per call, e.g. in a chain's run metadata).
 EXCLUDE_KEYS = ("groundtrace_exclude", "groundtrace.exclude")
@@ -110,7 +122,8 @@ class Monitor(Workers):
     (GROUNDTRACE_SINKS), and when none is configured the default store, a JSONL file (see
     groundtrace.sinks.default_store: said once, at the first record); ``"none"`` or ``[]``: no sink,
     silently. ``sample_rate`` in [0, 1] decides
-    per trace. ``queue_size`` bounds memory; beyond it records are dropped and counted.
+    per trace. ``queue_size`` and ``queue_bytes`` bound memory (the text the waiting records hold, counted
+    once the queue backs up); beyond them records are dropped and counted.
     ``metric_timeout_s`` bounds each metric on each record: a metric that hangs yields an error
     Score.
 
@@ -182,6 +195,7 @@ class Monitor(Workers):
         *,
         sample_rate: float = 1.0,
         queue_size: int = 1000,
+        queue_bytes: int = DEFAULT_QUEUE_BYTES,
         workers: int = 1,
         metric_timeout_s: float = 30.0,
         options: Mapping[str, Mapping[str, Any]] | None = None,
@@ -210,7 +224,10 @@ class Monitor(Workers):
         names, self.default_store = live_sinks(sinks, settings)
         # sinks given by name are configured by the settings, read once, here and for the scoring process alike
         sink_settings = settings or (Settings.from_env() if any(isinstance(n, str) for n in names) else None)
-        self.sinks = build_sinks(names, sink_settings)
+        # a sink that cannot be built here is left out, said once (a name that is no sink raises)
+        built = [(name, build_sinks([name], sink_settings, tolerant=True)) for name in names]
+        names = [name for name, sink in built if sink]
+        self.sinks = [sink[0] for _, sink in built if sink]
         register_trace_links(self.sinks)
         ray_address = ray_address or (settings.ray_address if settings is not None else None)
         self.isolation = _isolation(isolation, metrics, ray_address)
@@ -221,7 +238,8 @@ class Monitor(Workers):
         self.batch_size = max(1, batch_size)
         # the waiting records: a deque bounded under the lock, and an event that wakes a worker
         # (cheaper than queue.Queue, whose every put and get takes a Condition)
-        self._queue = BoundedQueue(queue_size)
+        self._queue = BoundedQueue(queue_size, queue_bytes, max(1, min(self.batch_size, queue_size // 2)))
+        self._filling = threading.Event()
         self._wake = threading.Event()
         self._lock = threading.Lock()
         self._stats = MonitorStats()
@@ -234,11 +252,14 @@ class Monitor(Workers):
         self._flagged_by = dict.fromkeys((m.name for m in self.metrics), 0)
         self._stored = 0  # records delivered to the default store
         self._no_record_reasons: dict[str, int] = {}
+        self._lanes = Lanes(self._count_sink_errors)  # one delivery lane per sink fed in this process
+        self._drops_said = 0  # the drops said so far (a full queue is said as a rate, by the workers)
+        self._drop_warning = RateLimitedWarning(log, "records dropped")
         self._warmed: dict[str, str] | None = None  # the metrics that cannot load, once warmed up here
         self._warm_lock = threading.Lock()
         self._workers: list[threading.Thread] = []
         telemetry = (settings.telemetry if settings is not None else "auto") if telemetry is None else telemetry
-        self.telemetry = build_telemetry(telemetry, settings, self, self._stats, [m.name for m in self.metrics])
+        self.telemetry = self._telemetry(telemetry, settings)
         # the sinks the scoring process builds and feeds itself; the rest (otel, mlflow, objects) run here
         moved = [out_of_process(name, sink) for name, sink in zip(names, self.sinks, strict=True)] \
             if self.isolation == "process" else [False] * len(self.sinks)
@@ -264,7 +285,22 @@ class Monitor(Workers):
         for worker in self._workers:
             worker.start()
         if flush_at_exit:
-            _register_exit_flush(self)
+            register_exit_flush(self)
+
+    def _telemetry(self, spec: Any, settings: Settings | None) -> Any:
+        """The Monitor's metrics as ``spec`` says, or none when they cannot be had here (a port in use, a
+        missing extra, no endpoint): said once, and the Monitor scores and delivers as before. A spec that
+        is no spec at all is a programming error, raised."""
+        from groundtrace.config import check_telemetry
+
+        if isinstance(spec, str):
+            check_telemetry(spec)
+        try:
+            return build_telemetry(spec, settings, self, self._stats, [m.name for m in self.metrics])
+        except Exception as error:
+            log.warning("groundtrace: the Monitor's own metrics (telemetry=%r) are off: %s. Scoring and the sinks "
+                        "go on; fix the setting (GROUNDTRACE_TELEMETRY) to have them", spec, error)
+            return None
 
     def _scorer(self, setup: ScoringSetup, ray_address: str | None) -> Any:
         if self.isolation == "process":
@@ -313,21 +349,31 @@ class Monitor(Workers):
                 counted = True
                 if bucket is None and self.budget is not None and not self.budget.admits(self._in_flight):
                     bucket = "over_budget"
-                if self._closed or bucket is None and len(self._queue) >= self._queue.maxsize:
+                queue = self._queue
+                # bounded by bytes too once the queue backs up (sizing a record reads its lengths, not its text)
+                size = record_size(record) if bucket is None and len(queue) >= QUEUE_SIZED_FROM else 0
+                if self._closed or bucket is None and (len(queue) >= queue.maxsize or queue.bytes + size > queue.max_bytes):
                     bucket = "dropped"
                 if bucket is not None:
                     setattr(self._stats, bucket, getattr(self._stats, bucket) + 1)
                     return False
                 self._in_flight += 1
-                self._queue.append((record, mask))
+                queue.append((record, mask, size))
+                queue.bytes += size
+                if len(queue) >= queue.enough:  # a worker lingering for a batch takes it now, before it fills
+                    self._filling.set()
             self._wake.set()
             return True
-        except Exception:  # the application must never see our failure
-            log.exception("groundtrace: submit failed")
+        except Exception as error:  # the application must never see our failure; nor its text the log
+            log.warning("groundtrace: submit failed: %s", failure_text(error))
             with self._lock:
                 self._stats.submitted += not counted
                 self._stats.dropped += 1
             return False
+
+    def _count_sink_errors(self, count: int) -> None:
+        with self._lock:
+            self._stats.sink_errors += count
 
     def note_no_record(self, reason: str) -> None:
         """A turn the Monitor's integration saw ended with no Record (``reason``): counted, for the exit
@@ -349,6 +395,8 @@ class Monitor(Workers):
                 if remaining is not None and remaining <= 0:
                     return False
                 self._idle.wait(remaining)
+        if not self._lanes.wait(None if deadline is None else deadline - time.monotonic()):
+            return False  # a sink is still delivering
         for problem in flush_sinks(self.sinks):
             log.warning("groundtrace: %s", problem)
         return True
@@ -361,6 +409,8 @@ class Monitor(Workers):
             if self._closed:
                 return
             self._closed = True
+        started = time.monotonic()
+        dropped_before = self._stats.dropped
         if not self.flush(timeout):
             self._abandon = True
         self._drop_queued()
@@ -368,6 +418,17 @@ class Monitor(Workers):
         self._wake.set()
         for worker in self._workers:
             worker.join(timeout=1.0)
+        self._say_losses()  # queue-full drops not said yet
+        self._drop_warning.settle()
+        with self._lock:
+            lost, in_flight = self._stats.dropped - dropped_before, self._in_flight
+        if lost or in_flight:
+            log.warning("groundtrace: %d record(s) not scored when the Monitor closed after %.1f s (%d dropped from the "
+                        "queue or a stopped scoring process%s): flush() before the process ends, or give close() more "
+                        "time", lost + in_flight, time.monotonic() - started, lost,
+                        f", {in_flight} still being scored" if in_flight else "")
+        # what a sink has not delivered by now is counted as its errors; nothing is emitted after close returns
+        self._lanes.close(max(0.0, (10.0 if timeout is None else timeout) - (time.monotonic() - started)))
         self._metric_pool.shutdown(wait=False, cancel_futures=True)
         if self.telemetry is not None:
             self.telemetry.close()
@@ -392,6 +453,7 @@ class Monitor(Workers):
             if item is STOP:
                 continue
             with self._lock:
+                self._queue.bytes -= item[2]
                 self._stats.dropped += 1
                 self._in_flight -= 1
                 self._idle.notify_all()
@@ -417,23 +479,3 @@ class Monitor(Workers):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-_live: weakref.WeakSet[Monitor] = weakref.WeakSet()
-_exit_hook_installed = False
-
-
-def _register_exit_flush(monitor: Monitor) -> None:
-    global _exit_hook_installed
-    _live.add(monitor)
-    if not _exit_hook_installed:
-        atexit.register(_close_all)
-        _exit_hook_installed = True
-
-
-def _close_all() -> None:
-    for monitor in list(_live):
-        try:
-            monitor.close(timeout=5.0)
-        except Exception:
-            pass

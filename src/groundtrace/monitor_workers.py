@@ -23,15 +23,16 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
+from groundtrace.capture.limits import bound_record
 from groundtrace.cpu_budget import CpuBudget
 from groundtrace.metrics import Metric
 from groundtrace.privacy import Mask, chain_masks, mask_reference, take_in, text_free_record
 from groundtrace.record import InvalidInput, PendingRecord, Record, placeholder_record, realize
-from groundtrace.redaction import get_logger
+from groundtrace.redaction import RateLimitedWarning, get_logger
 from groundtrace.score import Score
 from groundtrace.scoring_child import flagged_mask, warm_up_all
 from groundtrace.scoring_process import Item, Outcome, ScoringProcess
-from groundtrace.sinks import emit_all
+from groundtrace.sinks.lanes import Lanes
 from groundtrace.sinks.default_store import announce
 from groundtrace.telemetry.evaluations import Evaluations, failed, summarize
 
@@ -40,12 +41,14 @@ STOP = object()
 
 
 class BoundedQueue(deque[Any]):
-    """The records waiting for a worker: a deque that knows its bound (``queue_size``), which
-    submit() checks under the Monitor's lock."""
+    """The records waiting for a worker, ``(record, mask, size)``: a deque that knows its bounds (``queue_size``
+    records, ``queue_bytes`` of their text), which submit() checks under the Monitor's lock, and how many
+    records are ``enough`` for a lingering worker to take its batch at once."""
 
-    def __init__(self, maxsize: int) -> None:
+    def __init__(self, maxsize: int, max_bytes: int = 1 << 62, enough: int = 1) -> None:
         super().__init__()
-        self.maxsize = maxsize
+        self.maxsize, self.max_bytes, self.enough = maxsize, max_bytes, enough
+        self.bytes = 0  # changed under the Monitor's lock
 
 
 class Workers:
@@ -53,6 +56,7 @@ class Workers:
 
     _queue: BoundedQueue
     _wake: threading.Event
+    _filling: threading.Event
     _lock: threading.Lock
     _idle: threading.Condition
     _stats: Any
@@ -62,6 +66,9 @@ class Workers:
     _references: dict[int, tuple[Any, str | None]]
     _masks_travel: bool
     _own_sinks: list[Any]
+    _lanes: Lanes
+    _drops_said: int
+    _drop_warning: RateLimitedWarning
     _metric_pool: ThreadPoolExecutor
     budget: CpuBudget | None
     metrics: list[Metric]
@@ -84,22 +91,56 @@ class Workers:
             try:  # start the child now rather than on the first record
                 scorer.warm_up()
             except Exception as error:
-                log.warning("groundtrace: the scoring process did not start (%s); retrying with the next batch", error)
-        else:  # load the metrics' models here, before the first record's time budget starts; once for all workers
-            with self._warm_lock:
-                if self._warmed is None:
-                    self._warmed = warm_up_all(self.metrics)
+                self._fall_back(scorer, str(error))
+                scorer = None
+        if scorer is None:  # load the metrics' models here, before the first record's time budget starts
+            self._warm_here()
         while True:
             self._pay_debt()
             batch = self._next_batch(self.budget.batch_limit(self.batch_size) if self.budget else self.batch_size)
             stop = STOP in batch
             batch = [item for item in batch if item is not STOP]
             if batch:
+                if isinstance(scorer, ScoringProcess) and scorer.start_failure is not None:
+                    self._fall_back(scorer, scorer.start_failure)  # it died and cannot start again
+                    scorer = None
                 self._score_batch(scorer, batch)
+            self._say_losses()
             if stop:
                 if scorer is not None:
                     scorer.close()
                 return
+
+    def _warm_here(self) -> None:
+        """The metrics' models loaded in this process, once for all workers."""
+        with self._warm_lock:
+            if self._warmed is None:
+                self._warmed = warm_up_all(self.metrics)
+
+    def _fall_back(self, scorer: Any, why: str) -> None:
+        """A scoring process that cannot start (a broken environment, a read-only mount, killed at start-up):
+        this worker scores in this process instead, with every sink here, and says so once. The records are
+        scored, at normal CPU priority, rather than all failing."""
+        try:
+            scorer.close()
+        except Exception:
+            pass
+        with self._warm_lock:
+            if self.isolation == "process":  # the first worker to fall back switches the Monitor and says it
+                self.isolation, self._own_sinks, self._masks_travel = "thread", list(self.sinks), False
+                log.warning("groundtrace: the scoring process cannot start (%s); scoring goes on in this process's "
+                            "worker threads instead (isolation='thread', normal CPU priority). Fix the cause and "
+                            "restart to score in a child process again", why)
+        self._warm_here()
+
+    def _say_losses(self) -> None:
+        """Records dropped because the queue was full since the last look: said as a rate (on this thread,
+        never the application's)."""
+        dropped = self._stats.dropped
+        new, self._drops_said = dropped - self._drops_said, dropped
+        if new > 0:
+            self._drop_warning.failed(f"{new} not scored: the queue was full ({self._queue.maxsize} records): raise "
+                                      "queue_size (GROUNDTRACE_QUEUE_SIZE), lower sample_rate, or add workers", times=new)
 
     def _pay_debt(self) -> None:
         """Over the CPU budget: start nothing until the debt is paid (or the Monitor gives up)."""
@@ -117,13 +158,19 @@ class Workers:
         batch = [self._take()]
         if batch[0] is STOP:
             return batch
-        time.sleep(self.linger_s)
+        self._filling.clear()
+        if len(self._queue) < self._queue.enough:  # a small queue is not left to fill while this thread lingers
+            self._filling.wait(self.linger_s)
         pending = self._queue
         while len(batch) < most:
             try:
                 batch.append(pending.popleft())
             except IndexError:
                 break
+        sizes = sum(item[2] for item in batch if item is not STOP)
+        if sizes:
+            with self._lock:
+                self._queue.bytes -= sizes
         return batch
 
     def _take(self) -> Any:
@@ -145,14 +192,16 @@ class Workers:
             found = self._references[id(mask)] = (mask, mask_reference(mask))  # holds the mask: its id stays its own
         return found[1]
 
-    def _take_in(self, batch: list[tuple[Record | PendingRecord, Mask | None]]) -> list[Item]:
+    def _take_in(self, batch: list[tuple[Record | PendingRecord, Mask | None, int]]) -> list[Item]:
         """The batch's items. A mask that can travel is applied by the scoring process; any other is
         applied here, before the record leaves. A record the mask fails on becomes an "i" item: what is
         delivered for it is its id and every metric's error Score. A PendingRecord is built here first
         (one whose build fails becomes an "i" item too)."""
         items = []
-        for submitted, call_mask in batch:
+        for submitted, call_mask, _ in batch:
             record = realize(submitted)
+            if isinstance(record, Record):  # cut to the bounds a Record keeps before it is masked, copied or piped
+                record = bound_record(record)
             if isinstance(record, InvalidInput):
                 log.warning("groundtrace: record %s not scored: %s", record.id, record.message)
                 items.append(Item(placeholder_record(record), kind="i", reason=record.message))
@@ -170,7 +219,7 @@ class Workers:
         return items
 
     # ------------------------------------------------------------------------------------ scoring
-    def _score_batch(self, scorer: Any, batch: list[tuple[Record | PendingRecord, Mask | None]]) -> None:
+    def _score_batch(self, scorer: Any, batch: list[tuple[Record | PendingRecord, Mask | None, int]]) -> None:
         started_cpu = time.thread_time()
         spent_before = self._stats.cpu_s
         if self.telemetry is not None:
@@ -253,16 +302,16 @@ class Workers:
         """Feed the sinks that run here, then count the item in its bucket: scored, failed or dropped."""
         sink_errors = outcome.sink_errors
         self._spend(outcome.cpu_s)
-        try:
+        try:  # each sink's lane delivers it, on a thread of its own; a sink's failure is counted by its lane
             if outcome.unscored is not None:  # no scoring process took it: every sink gets its error Scores from here
                 record = item.record if item.masked else text_free_record(item.record)  # unmasked text stays here
                 scores = [metric.error(outcome.unscored, item.record.id) for metric in self.metrics]
-                sink_errors += emit_all(self.sinks, record, scores, capture_text=self.capture_text)
+                self._lanes.deliver(self.sinks, record, scores, capture_text=self.capture_text)
             elif outcome.deliver is not None and self._own_sinks:
                 record, scores = outcome.deliver
                 # a scoring process already took the text out when capture_text is off
-                sink_errors += emit_all(self._own_sinks, record, scores,
-                                        capture_text=self.capture_text or self.isolation == "process")
+                self._lanes.deliver(self._own_sinks, record, scores,
+                                    capture_text=self.capture_text or self.isolation == "process")
         except Exception:
             log.exception("groundtrace: delivering record %s failed", item.record.id)
         with self._lock:

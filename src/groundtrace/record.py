@@ -75,10 +75,12 @@ class Record(BaseModel):
         # Files often number their rows; an integer id is still an id.
         return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
-    @field_validator("question", "answer", "reference")
+    @field_validator("question", "answer", "reference", mode="before")
     @classmethod
-    def _clean(cls, value: str | None) -> str | None:
-        return None if value is None else clean_text(value)
+    def _clean(cls, value: Any) -> Any:
+        # before pydantic's own check, which refuses a str subclass holding a lone surrogate (a streamed answer
+        # cut mid-character): repaired here, as in a plain str, never fatal
+        return clean_text(str.__str__(value)) if isinstance(value, str) else value
 
     @field_validator("queries", mode="before")
     @classmethod
@@ -173,6 +175,11 @@ class PendingRecord:
 
     def build(self) -> Record:
         raise NotImplementedError
+
+    def size_hint(self) -> int:
+        """About how many characters of text the Record will hold (the Monitor bounds its queue by them once it
+        backs up): lengths only, never a rendering; 0 when unknown."""
+        return 0
 
 
 def realize(record: Record | PendingRecord) -> Record | InvalidInput:

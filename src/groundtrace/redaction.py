@@ -23,6 +23,7 @@ import logging
 import re
 import threading
 from collections.abc import Iterable
+from typing import Any
 
 REDACTED = "[redacted]"
 #: shorter values are not treated as secrets: redacting every "abc" would garble the text
@@ -152,4 +153,67 @@ def get_logger(name: str) -> logging.Logger:
     return logger
 
 
-__all__ = ["REDACTED", "RedactingFilter", "Redactor", "get_logger", "redact", "redact_optional", "register_secrets"]
+def failure_text(error: BaseException | None) -> str:
+    """A failure said without its message: the exception's type and where it was raised (each frame's file,
+    line and function, innermost last). For failures on the application's side of the mask (reading a request,
+    building its Record), whose messages may quote the very text the mask was to hide (a validation error
+    quotes its input)."""
+    import traceback
+
+    if error is None:
+        return "an unknown failure"
+    frames = traceback.extract_tb(error.__traceback__)[-6:]
+    where = " <- ".join(f"{frame.filename.rsplit('/', 1)[-1]}:{frame.lineno} in {frame.name}" for frame in reversed(frames))
+    return f"{type(error).__name__}" + (f" at {where}" if where else "") + " (its message is not shown: it may quote the text)"
+
+
+class RateLimitedWarning:
+    """A failure that may repeat for every record (a sink that cannot write, a full queue, a scoring process
+    that cannot start) said as a rate, not a line per record: the first one at WARNING with its cause, then
+    at most one summary per ``every_s`` ("sink jsonl failed 181 times in the last 60 s; last: ...").
+    :meth:`settle` says what is still uncounted (a Monitor's close calls it). Thread-safe; the clock is
+    injectable for the tests."""
+
+    def __init__(self, logger: logging.Logger, what: str, every_s: float = 60.0, clock: Any = None) -> None:
+        import time
+
+        self.logger, self.what, self.every_s = logger, what, every_s
+        self._clock = clock or time.monotonic
+        self._lock = threading.Lock()
+        self._since: float | None = None  # when the last line was said
+        self._unsaid = 0
+        self._last = ""
+        self.total = 0
+
+    def failed(self, cause: str, times: int = 1) -> None:
+        with self._lock:
+            self.total += times
+            now = self._clock()
+            self._last = cause
+            if self._since is None:
+                self._since = now
+                first = True
+            else:
+                self._unsaid += times
+                first = False
+                if now - self._since < self.every_s:
+                    return
+            said, self._unsaid, window = self._unsaid, 0, now - (self._since or now)
+            self._since = now
+        if first:
+            self.logger.warning("groundtrace: %s: %s (said once, then as a count at most every %.0f s)", self.what,
+                                cause, self.every_s)
+        else:
+            self.logger.warning("groundtrace: %s: %d more in the last %.0f s (last: %s)", self.what, said, window,
+                                cause)
+
+    def settle(self) -> None:
+        """Say what failed since the last line, if anything did."""
+        with self._lock:
+            said, self._unsaid, last = self._unsaid, 0, self._last
+        if said:
+            self.logger.warning("groundtrace: %s: %d more (last: %s)", self.what, said, last)
+
+
+__all__ = ["REDACTED", "RateLimitedWarning", "failure_text", "RedactingFilter", "Redactor", "get_logger", "redact", "redact_optional",
+           "register_secrets"]

@@ -77,7 +77,7 @@ class Server:
         specs = config["metrics"]
         self.metrics = build_metrics([name for name, _ in specs], {name: options for name, options in specs if options})
         settings = Settings.from_json(config["settings"]) if config.get("settings") else None
-        self.sinks = build_sinks(config["sinks"], settings) if config.get("sinks") else []
+        self.sinks = build_sinks(config["sinks"], settings, tolerant=True) if config.get("sinks") else []
         self.mask = load_mask(config.get("mask"))
         self.capture_text = bool(config.get("capture_text", True))
         self.returns = bool(config.get("returns", False))

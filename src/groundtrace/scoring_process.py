@@ -133,6 +133,12 @@ class ChildProcess:
             self._process()
 
     @property
+    def start_failure(self) -> str | None:
+        """Why the last start failed, while that is the last word on the child (None once one started)."""
+        failed = self._failed
+        return None if failed is None else failed[1]
+
+    @property
     def pid(self) -> int | None:
         """The child's process id while it runs (for tests and benchmarks)."""
         proc = self._proc

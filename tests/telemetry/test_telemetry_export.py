@@ -5,6 +5,7 @@ application's own MeterProvider found after groundtrace started. And the setting
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from groundtrace.config import Settings
 from groundtrace.monitor import Monitor
+from groundtrace.record import Record
 from groundtrace.telemetry.providers import otlp_provider
 from tests.loopback import LoopbackServer
 from tests.telemetry.conftest import FLAGGED, GROUNDED, TRACE_ID
@@ -139,14 +141,30 @@ def test_telemetry_settings() -> None:
             Settings.from_env({"GROUNDTRACE_TELEMETRY": bad})
     with pytest.raises(ValueError, match="OTEL_EXPORTER_PROMETHEUS_PORT"):
         Settings.from_env({"OTEL_EXPORTER_PROMETHEUS_PORT": "nine"})
-    with pytest.raises(ValueError, match="needs an endpoint: set OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"):
-        Monitor(["lexical"], "none", telemetry="otlp", settings=Settings(sinks=[]), isolation="thread")
+    with pytest.raises(ValueError, match="is not one of auto, otlp, none, prometheus"):  # a programming error
+        Monitor(["lexical"], "none", telemetry="statsd", settings=Settings(sinks=[]), isolation="thread")
 
 
-def test_a_port_in_use_is_an_error_that_names_the_address(in_tmp) -> None:
+def test_telemetry_that_cannot_be_had_here_is_off_said_once_and_the_monitor_scores(caplog) -> None:
+    with caplog.at_level(logging.WARNING, logger="groundtrace.monitor"), \
+            Monitor(["lexical"], "none", telemetry="otlp", settings=Settings(sinks=[]), isolation="thread") as monitor:
+        assert monitor.telemetry is None
+        assert monitor.submit(Record(question="q", contexts=["c"], answer="c"))
+        assert monitor.flush(10) and monitor.stats.scored == 1
+    [said] = [r.getMessage() for r in caplog.records if "own metrics" in r.getMessage()]
+    assert said.startswith("groundtrace: the Monitor's own metrics (telemetry='otlp') are off: telemetry 'otlp' needs "
+                           "an endpoint: set OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+
+
+def test_a_port_in_use_turns_the_endpoint_off_with_a_warning_naming_the_address(in_tmp, caplog) -> None:
     with socket.socket() as holder:  # something else of this machine listens there
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         busy = holder.getsockname()[1]
-        with pytest.raises(OSError, match=f"cannot listen on 127.0.0.1:{busy}.*prometheus:HOST:PORT"):
-            Monitor(["lexical"], "none", telemetry=f"prometheus:127.0.0.1:{busy}", isolation="thread")
+        with caplog.at_level(logging.WARNING, logger="groundtrace.monitor"), \
+                Monitor(["lexical"], "none", telemetry=f"prometheus:127.0.0.1:{busy}", isolation="thread") as monitor:
+            assert monitor.telemetry is None  # built: the application is not failed by a busy port
+            assert monitor.submit(Record(question="q", contexts=["c"], answer="c"))
+            assert monitor.flush(10) and monitor.stats.scored == 1
+    [said] = [r.getMessage() for r in caplog.records if "own metrics" in r.getMessage()]
+    assert f"cannot listen on 127.0.0.1:{busy}" in said and "prometheus:HOST:PORT" in said

@@ -289,6 +289,9 @@ def may_carry_output(value: Any) -> bool:
 _NOT_MAPPINGS: set[type] = set()
 _NAMES: dict[Any, bool] = {}  # key -> named like a context, for the keys outputs have had (bounded)
 _ITEM_KINDS: dict[type, bool] = {}  # class -> its instances are text-bearing items (classes are few)
+# the classes known to be no item (messages, say): an integration tests a list's first entry against it
+# inline, before it calls may_carry_output at a step's end
+NOT_ITEMS: set[type] = {str, int, float, bool, type(None)}
 
 
 def _named(key: Any) -> bool:
@@ -313,6 +316,8 @@ def _looks_like_item(value: Any) -> bool:
     found = read_item(value) is not None
     if not isinstance(value, (Mapping, tuple)):
         _ITEM_KINDS[kind] = found
+        if not found:
+            NOT_ITEMS.add(kind)
     return found
 
 

@@ -28,6 +28,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any, TypeVar, overload
 
 from groundtrace.capture.carried import choose, item_origin
+from groundtrace.capture.limits import bounded
 from groundtrace.capture.marked import COUNTS, Retrieved, count_failure, current_turn, function_name, query_of
 from groundtrace.capture.session import current_session
 from groundtrace.capture.stats import CaptureStats
@@ -297,8 +298,11 @@ class ExplicitTurn(PendingRecord):
             metadata = {"contexts_from": chosen.origin, "documents": [item_origin(p) for p in chosen.selection.contexts]}
         metadata = {"source": "groundtrace.turn", "turn_name": scope.name, **scope.metadata, **metadata}
         queries = [r.query for r in scope.retrievals if r.query and r.query != scope.question]
-        return Record(id=scope.id, question=scope.question, queries=list(dict.fromkeys(queries)) or None,
-                      contexts=contexts, answer=scope.answer, metadata=metadata,
+        question, answer, contexts, cut = bounded(scope.question, scope.answer, contexts)
+        if cut is not None:
+            metadata["truncated"] = cut
+        return Record(id=scope.id, question=question, queries=list(dict.fromkeys(queries)) or None,
+                      contexts=contexts, answer=answer, metadata=metadata,
                       trace_id=scope._ids[0] if scope._ids else None, span_id=scope._ids[1] if scope._ids else None,
                       trace_links=scope._links, session_id=scope.session_id)
 

@@ -105,25 +105,25 @@ def unregister_finder(name: str, finder: Finder | None = None) -> None:
 # The retrievals made outside any turn, per context: a tuple set in the caller's own context (the decorator
 # runs there), so an asyncio task's retrievals stay its own; one inherited by several tasks is taken once
 # (each Retrieved knows whether it was taken).
-_pending: contextvars.ContextVar[tuple[Retrieved, ...]] = contextvars.ContextVar("groundtrace_pending", default=())
+PENDING: contextvars.ContextVar[tuple[Retrieved, ...]] = contextvars.ContextVar("groundtrace_pending", default=())
 
 
 def _hold(retrieved: Retrieved) -> None:
-    _pending.set((*_pending.get(), retrieved)[-MAX_PENDING:])
+    PENDING.set((*PENDING.get(), retrieved)[-MAX_PENDING:])
 
 
 def has_pending() -> bool:
     """Whether retrievals made outside any turn wait in the caller's context (one ContextVar read)."""
-    return bool(_pending.get())
+    return bool(PENDING.get())
 
 
 def take_pending() -> list[Retrieved]:
     """The retrievals waiting in the caller's context (made in the last :data:`PENDING_TTL_S`, not taken by
     another turn yet), taken: the model call starting now is their turn."""
-    held = _pending.get()
+    held = PENDING.get()
     if not held:
         return []
-    _pending.set(())
+    PENDING.set(())
     oldest = time.monotonic() - PENDING_TTL_S
     found = []
     with _taken_lock:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from groundtrace._extras import MissingExtraError, ModelUnavailableError
+from groundtrace.backends.breaker import CircuitOpen
 from groundtrace.record import InvalidRecord, Record, coerce_record, salvage_id
 from groundtrace.redaction import get_logger
 from groundtrace.score import Cost, Score, Span
@@ -121,14 +122,14 @@ class Metric:
             return self.error(problem, record.id, started)
         language = record.language or guess_language(record.answer or record.context_text())
         try:
-            result = self.compute(record, language)
+            result = self.run_compute(record, language)
         except (MissingExtraError, ModelUnavailableError) as error:  # what to install or download: no traceback
             self._warn_once(str(error))
             return self.error(str(error), record.id, started)
-        except CannotScore as error:
+        except (CannotScore, CircuitOpen) as error:
             return self.error(str(error), record.id, started)
         except Exception as error:  # a metric bug must not take the batch or the app down
-            log.exception("metric %s failed on record %s", self.name, record.id)
+            self._log_failure(error, record.id)
             return self.error(f"{type(error).__name__}: {error}", record.id, started)
         if not isinstance(result.value, (int, float)) or not math.isfinite(result.value):
             return self.error(f"the metric computed an invalid value ({result.value!r})", record.id, started)
@@ -150,6 +151,21 @@ class Metric:
     async def ascore(self, record: Record | Any) -> Score:
         """Score one record without blocking the event loop."""
         return await asyncio.to_thread(self.score, record)
+
+    def run_compute(self, record: Record, language: str) -> Result:
+        """:meth:`compute`, where a metric that calls a backend that can fail adds its circuit breaker."""
+        return self.compute(record, language)
+
+    def _log_failure(self, error: Exception, record_id: str | None) -> None:
+        """A failure of the metric's own: its traceback once per kind of exception (the Score says it for
+        every record), then a DEBUG line per record: a metric that fails on every record logs one ERROR."""
+        logged = self.__dict__.setdefault("_logged_failures", set())
+        if type(error) in logged:
+            log.debug("metric %s failed on record %s: %s", self.name, record_id, type(error).__name__)
+            return
+        logged.add(type(error))
+        log.exception("metric %s failed on record %s (said once per kind of failure; every record's Score says it)",
+                      self.name, record_id)
 
     def _warn_once(self, message: str) -> None:
         warned = self.__dict__.setdefault("_warned", set())

@@ -27,7 +27,7 @@ from groundtrace import trace_context
 from groundtrace.config import Settings
 from groundtrace.privacy import without_text
 from groundtrace.record import Record
-from groundtrace.redaction import get_logger
+from groundtrace.redaction import RateLimitedWarning, get_logger
 from groundtrace.score import Score
 
 log = get_logger("groundtrace.sinks")
@@ -135,13 +135,34 @@ def check_sink(sink: Any) -> Any:
     return sink
 
 
-def build_sinks(spec: Sequence[Any] | str | None, settings: Settings | None = None) -> list[Any]:
-    """Sink instances from names (configured from ``settings``, else the environment) or instances."""
+def build_sinks(spec: Sequence[Any] | str | None, settings: Settings | None = None, *,
+                tolerant: bool = False) -> list[Any]:
+    """Sink instances from names (configured from ``settings``, else the environment) or instances.
+
+    ``tolerant`` (live capture: the application must not fail because of a sink): a sink named right that
+    cannot be built here (its extra is missing, its file cannot be opened, its server is not reachable) is
+    left out with one WARNING naming it and why, and the others are built; a name that is no sink, or an
+    object that is none, is a programming error and raises either way."""
     spec = sink_list(spec)
     if not any(isinstance(s, str) for s in spec):
         return [check_sink(s) for s in spec]
     configured = settings if settings is not None else Settings.from_env()
-    return [check_sink(_from_name(s, configured) if isinstance(s, str) else s) for s in spec]
+    built = []
+    for item in spec:
+        if not isinstance(item, str):
+            built.append(check_sink(item))
+            continue
+        sink_class(item)  # an unknown name raises KeyError here, tolerant or not
+        try:
+            built.append(check_sink(_from_name(item, configured)))
+        except (KeyError, TypeError):
+            raise
+        except Exception as error:
+            if not tolerant:
+                raise
+            log.warning("groundtrace: the %s sink is off: it could not be built here (%s). The other sinks and "
+                        "scoring go on; fix it and restart to have it", item, error)
+    return built
 
 
 # ------------------------------------------------------------ the optional parts of a sink, looked up safely
@@ -230,8 +251,16 @@ def emit_all(sinks: Sequence[Any], record: Record, scores: list[Score], *, captu
             sink.emit(record, scores)
         except Exception as error:
             failed += 1
-            log.warning("groundtrace: sink %s failed for record %s: %s", sink_name(sink), record.id, error)
+            name = sink_name(sink)
+            said = _failures.get(name)
+            if said is None:
+                said = _failures.setdefault(name, RateLimitedWarning(log, f"sink {name} failed"))
+            said.failed(f"record {record.id}: {type(error).__name__}: {error}")
     return failed
+
+
+# a sink that keeps failing is said as a rate, one per sink name (a full disk is one line a minute, not 181)
+_failures: dict[str, RateLimitedWarning] = {}
 
 
 T = TypeVar("T")

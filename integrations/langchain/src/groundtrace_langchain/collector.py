@@ -22,7 +22,7 @@ from uuid import UUID
 
 from groundtrace.capture.earlier_turns import EarlierCalls
 from groundtrace.capture.marked import Retrieved
-from groundtrace.redaction import get_logger
+from groundtrace.redaction import failure_text, get_logger
 from groundtrace.capture.turn import ModelCall, Turn
 from groundtrace.capture.stats import CaptureCounter, CaptureStats
 from langchain_core.documents import Document
@@ -99,10 +99,10 @@ class RootRun:
     # what reached the model when no retriever ran (groundtrace.capture.carried), kept as references and read
     # at the end: (None, a prompt template's variables) or (the step's run, a step output that may hold contexts)
     carried: list[tuple[int | None, Any]] = field(default_factory=list)
-    names: dict[int, str] = field(default_factory=dict)  # the steps' names (run -> name), for contexts_from
     # run -> (the tool run it is inside, whether it is inside a retriever), for runs inside either
     within: dict[int, tuple[int | None, bool]] = field(default_factory=dict)
-    members: list[int] = field(default_factory=list)  # run_id.int of every tracked descendant
+    # (run_id.int, its name) of every tracked descendant
+    members: list[tuple[int, str | None]] = field(default_factory=list)
     closed: bool = False  # ended or evicted: its runs are being forgotten
     # the conversation (records.session_of): RunnableWithMessageHistory's session_id, read from the
     # config of the root's first child, and groundtrace.session(...) when the root started
@@ -150,7 +150,7 @@ class Collector:
         if root is None:
             return None, (None, False)
         self._owners[(scope, run)] = root
-        root.members.append(run)
+        root.members.append((run, None))
         return root, root.within.get(parent, (None, False))
 
     def adopt(self, scope: int, run_id: UUID, parent_run_id: UUID, name: str | None = None) -> RootRun | None:
@@ -166,9 +166,7 @@ class Collector:
             return None
         key = (scope, run_id.int)
         owners[key] = root
-        root.members.append(key[1])
-        if name is not None:
-            root.names[key[1]] = name
+        root.members.append((key[1], name))  # its name beside it (contexts_from): one append, atomic
         if root.within:  # only runs inside a tool or a retriever are noted there
             inside = root.within.get(parent)
             if inside is not None:
@@ -262,7 +260,7 @@ class Collector:
         root = self.roots.pop(key)
         root.closed = True  # before its runs go: a run adopted meanwhile sees it (adopt takes no lock)
         self._owners.pop(key, None)
-        for member in root.members:
+        for member, _ in root.members:
             self._owners.pop((scope, member), None)
         return root
 
@@ -289,8 +287,10 @@ def report_failure(event: str) -> None:
     COLLECTOR.counts.callback_error()
     error = sys.exc_info()[1]
     kind = (event, type(error).__name__)
+    # said without the exception's message: it may quote the request's text, which no mask has seen yet
     if kind in _reported:
-        log.debug("groundtrace: %s failed: %r", event, error)
+        log.debug("groundtrace: %s failed: %s", event, failure_text(error) if error else "?")
     else:
         _reported.add(kind)
-        log.warning("groundtrace: %s failed (scoring of this run is skipped)", event, exc_info=True)
+        log.warning("groundtrace: %s failed (scoring of this run is skipped): %s", event,
+                    failure_text(error) if error else "?")

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from groundtrace.capture.carried import CARRIERS, scalar_metadata
+from groundtrace.capture.limits import MAX_INPUT_CHARS, cap
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import LLMResult
@@ -147,8 +148,15 @@ def _call_messages(call_input: Any) -> Iterator[Any]:
 
 
 def call_input_text(call_input: Any) -> str | None:
-    """A model call's input as one text: every message's text (all roles) or every prompt, joined."""
-    parts = [item if isinstance(item, str) else message_text(item) for item in _call_messages(call_input)]
+    """A model call's input as one text: every message's text (all roles) or every prompt, joined; read up to
+    MAX_INPUT_CHARS (a 5 MB prompt is not read whole to choose its contexts)."""
+    parts, room = [], MAX_INPUT_CHARS
+    for item in _call_messages(call_input):
+        if room <= 0:
+            break
+        part = cap(item if isinstance(item, str) else message_text(item), room)
+        parts.append(part)
+        room -= len(part) + 1
     return "\n".join(parts) if parts else None
 
 

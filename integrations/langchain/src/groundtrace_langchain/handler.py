@@ -19,9 +19,9 @@ from groundtrace.capture.kit import end_request_span, prepare_shared_capture, sh
 from groundtrace.config import Settings
 from groundtrace.monitor import Monitor, check_sample_rate
 from groundtrace.privacy import Mask
-from groundtrace.capture.carried import may_carry_output
+from groundtrace.capture.carried import NOT_ITEMS, may_carry_output, prompt_variables
 from groundtrace.capture.explicit import claim_for_framework
-from groundtrace.capture.marked import Retrieved, current_turn, has_pending, register_finder, take_pending
+from groundtrace.capture.marked import PENDING, Retrieved, current_turn, has_pending, register_finder, take_pending
 from groundtrace.capture.session import current_session
 from groundtrace.trace_context import current_links, otel_ids
 from groundtrace.capture.turn import ToolFilter
@@ -33,7 +33,7 @@ from langchain_core.outputs import LLMResult
 from langchain_core.runnables.config import var_child_runnable_config
 
 from groundtrace_langchain.collector import COLLECTOR, Retrieval, RootRun, log, report_failure
-from groundtrace_langchain.extract import history_session
+from groundtrace_langchain.extract import STEP_OUTPUTS, history_session
 from groundtrace_langchain.records import NothingToScore, read_end
 
 TRACER_NAME = "groundtrace.langchain"
@@ -134,7 +134,11 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             if root.config_unread:  # the root's first child runs under the root's config: read it once
                 root.config_unread = False
                 root.history_session = history_session(var_child_runnable_config.get())
-            if kwargs.get("run_type") == "prompt":  # a prompt template's variables: a reference, read at the end
+            # a prompt template's variables: a reference, read at the end; only when some variable may hold contexts
+            # (by its name and length: an agent's messages do not), and not once a retriever ran (its documents come
+            # first), so the usual chain and agent keep nothing more alive than they did
+            if kwargs.get("run_type") == "prompt" and not root.retrievals and type(inputs) in STEP_OUTPUTS \
+                    and prompt_variables(inputs, None):
                 COLLECTOR.add_carried(root, None, inputs)
         except Exception:
             report_failure("on_chain_start")
@@ -147,9 +151,9 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
                     self._submit(root, outputs, kwargs.get("inputs"))
             # a step that returned Documents (a retrieval function): a reference. (A step's dict output, a
             # LangGraph state update, is read in the root's final output: one test here would cost every step.)
-            elif type(outputs) is list and outputs and may_carry_output(outputs):
+            elif type(outputs) is list and outputs and type(outputs[0]) not in NOT_ITEMS and may_carry_output(outputs):
                 root = COLLECTOR.root_of(self._scope, run_id)
-                if root is not None:
+                if root is not None and not root.retrievals:
                     COLLECTOR.add_carried(root, run_id.int, outputs)
         except Exception:
             report_failure("on_chain_end")
@@ -217,14 +221,22 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, parent_run_id: UUID | None = None,
                    **kwargs: Any) -> None:
         try:
-            root = COLLECTOR.root_of(self._scope, parent_run_id if parent_run_id is not None else run_id)
+            if parent_run_id is None:  # a model called by hand after a @groundtrace.retrieval call: a root
+                self._end_model_root(response, run_id)
+                return
+            root = COLLECTOR.root_of(self._scope, parent_run_id)
             call = root.pending.pop(run_id.int, None) if root is not None else None
             if call is not None:
                 call.output = response
-            if parent_run_id is None and root is not None and COLLECTOR.pop_root(self._scope, run_id) is not None:
-                self._submit(root, None, None)  # a model root's answer is its generation
         except Exception:
             report_failure("on_llm_end")
+
+    def _end_model_root(self, response: LLMResult, run_id: UUID) -> None:
+        root = COLLECTOR.pop_root(self._scope, run_id)
+        call = root.pending.pop(run_id.int, None) if root is not None else None
+        if root is not None and call is not None:
+            call.output = response
+            self._submit(root, None, None)  # its answer is its generation
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None,
                      **kwargs: Any) -> None:
@@ -283,7 +295,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             metadata=dict(metadata) if metadata else {}, excluded=excluded, otel_ids=ids, request_span=span,
             links={} if excluded else current_links(), given_session=current_session(),
         )
-        if marked is None and has_pending():
+        if marked is None and PENDING.get():  # (the ContextVar itself: this runs on every request)
             marked = take_pending()
         for retrieved in marked or ():
             root.sources.append(Retrieval(id(retrieved), retrieved.name, retrieved.query or "", None, False,

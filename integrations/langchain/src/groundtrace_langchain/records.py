@@ -10,7 +10,7 @@ work) later, in the Monitor's worker, and only for a Record the Monitor keeps.""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -25,6 +25,7 @@ from groundtrace.capture.carried import (
     prompt_candidates,
     prompt_variables,
 )
+from groundtrace.capture.limits import MAX_CONTEXT_CHARS, bounded, cap
 from groundtrace.capture.turn import (
     DOCUMENT,
     TOOL,
@@ -110,7 +111,8 @@ def _tool_key(root: RootRun, run: int | None) -> str | None:
 
 
 def _document_passage(retrieval: Retrieval, document: Document, tool_key: str | None, tool_name: str | None) -> Passage:
-    return Passage(document.page_content, DOCUMENT, retrieval.name, source_id(document), within=tool_key,
+    return Passage(cap(document.page_content, MAX_CONTEXT_CHARS), DOCUMENT, retrieval.name, source_id(document),
+                   within=tool_key,
                    metadata={"document": document, "tool": tool_name})
 
 
@@ -132,6 +134,7 @@ def _tool_passages(name: str | None, output: Any, key: str | None, within: str |
         text = tool_output_text(output)
     if not text or not text.strip():
         return []
+    text = cap(text, MAX_CONTEXT_CHARS)
     if is_error(output):
         return [_tool_passage(name, text, key, within, error=True)]
     found = [_tool_passage(name, text, key, within)]
@@ -385,7 +388,7 @@ class TurnEnd(PendingRecord):
         self.root, self.question, self.answer, self.call, self.links, self.tools = root, question, answer, call, links, tools
         # the root's output and input, where they may hold contexts, (label, a copy): read only for a turn with no
         # retrieval and no tool output (read_end)
-        self.ends: list[tuple[str, Any]] = []
+        self.ends: Sequence[tuple[str, Any]] = ()
 
     def build(self) -> Record:
         """The Record, in the Monitor's worker: a failure is groundtrace's own (logged and counted
@@ -435,6 +438,10 @@ class TurnEnd(PendingRecord):
             metadata["question_from"] = "query"
         contexts = selection.contexts
         metadata["documents"] = [_origin(p) for p in contexts]
+        question, kept_answer, texts, cut = bounded(question, answer, [p.text for p in contexts])
+        if cut is not None:  # what was cut to the bounds a Record keeps, said on it
+            metadata["truncated"] = cut
+            metadata["documents"] = metadata["documents"][:len(texts)]
         unused = _unused(selection, found)
         if unused:
             metadata["unused_contexts"] = unused
@@ -448,8 +455,8 @@ class TurnEnd(PendingRecord):
             id=run_id,
             question=question,
             queries=turn.queries or None,
-            contexts=[p.text for p in contexts],
-            answer=answer,
+            contexts=texts,
+            answer=kept_answer,
             metadata=metadata,
             trace_id=trace_id,
             span_id=span_id,
@@ -458,15 +465,26 @@ class TurnEnd(PendingRecord):
             session_id=session_of(root),
         )
 
+    def size_hint(self) -> int:
+        """The answer, and what the root's retrievers returned and its tools output as text (lengths only)."""
+        size = len(self.answer)
+        for source in list(self.root.sources):
+            if isinstance(source, Retrieval):
+                size += sum(len(d.page_content) for d in source.documents or ())
+            elif type(source.output) is str:
+                size += len(source.output)
+        return size
+
     def _carried(self) -> list[Carried]:
         """What reached the model in values, in the order seen: the prompts' variables and the steps' outputs,
         then the root's output and input (a LangGraph state: the steps that wrote it came first)."""
         root, found = self.root, []
+        names = dict(root.members)
         for run, value in list(root.carried):
             if run is None:
                 found.extend(prompt_candidates(value, self.question))
             else:
-                found.extend(output_candidates(value, root.names.get(run)))
+                found.extend(output_candidates(value, names.get(run)))
         for where, value in self.ends:
             found.extend(output_candidates(value, root.name, where))
         return found

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from groundtrace.capture.limits import MAX_CONTEXT_CHARS, MAX_INPUT_CHARS, cap
 from llama_index.core.base.llms.types import (
     ChatMessage,
     ChatResponse,
@@ -108,7 +109,8 @@ def node_entry(item: Any) -> NodeEntry | None:
         text = node.get_content(metadata_mode=MetadataMode.NONE)
     except Exception:
         return None
-    return NodeEntry(id=node.node_id, text=text, score=item.score, metadata=dict(node.metadata or {}))
+    return NodeEntry(id=node.node_id, text=cap(text, MAX_CONTEXT_CHARS), score=item.score,
+                     metadata=dict(node.metadata or {}))
 
 
 def final_result(result: Any) -> Any:
@@ -167,10 +169,10 @@ def llm_output_text(response: Any) -> str | None:
 def model_input_text(value: Any) -> str | None:
     """A model call's input as text: a completion's prompt, or a chat's messages, one per line."""
     if isinstance(value, str):
-        return value
+        return cap(value, MAX_INPUT_CHARS)
     if isinstance(value, (list, tuple)):
-        return "\n".join(f"{message.role.value}: {message.content or ''}"
-                         for message in value if isinstance(message, ChatMessage))
+        return cap("\n".join(f"{message.role.value}: {cap(message.content or '', MAX_INPUT_CHARS)}"
+                              for message in value if isinstance(message, ChatMessage)), MAX_INPUT_CHARS)
     return None
 
 

@@ -4,10 +4,11 @@ dispatcher swallows them too, but a handler should not count on it)."""
 
 from __future__ import annotations
 
+import sys
 import inspect
 from typing import Any
 
-from groundtrace.redaction import get_logger
+from groundtrace.redaction import failure_text, get_logger
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.instrumentation.span import BaseSpan
@@ -58,7 +59,7 @@ class GroundtraceSpanHandler(BaseSpanHandler[BaseSpan]):
             if self.tracker is not None:  # set by __init__
                 self.tracker.span_started(id_, parent_id, bound_args.arguments, tags, instance)
         except Exception:
-            log.debug("groundtrace: span start %s failed", id_, exc_info=True)
+            log.debug("groundtrace: span start %s failed: %s", id_, failure_text(sys.exc_info()[1]))
             _count_failure(self.tracker)
 
     def span_exit(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None, result: Any = None,
@@ -67,7 +68,7 @@ class GroundtraceSpanHandler(BaseSpanHandler[BaseSpan]):
             if self.tracker is not None:
                 self.tracker.span_exited(id_, instance, result)
         except Exception:
-            log.debug("groundtrace: span exit %s failed", id_, exc_info=True)
+            log.debug("groundtrace: span exit %s failed: %s", id_, failure_text(sys.exc_info()[1]))
             _count_failure(self.tracker)
 
     def span_drop(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
@@ -76,7 +77,7 @@ class GroundtraceSpanHandler(BaseSpanHandler[BaseSpan]):
             if self.tracker is not None:
                 self.tracker.span_dropped(id_, instance, err)
         except Exception:
-            log.debug("groundtrace: span drop %s failed", id_, exc_info=True)
+            log.debug("groundtrace: span drop %s failed: %s", id_, failure_text(sys.exc_info()[1]))
             _count_failure(self.tracker)
 
     # BaseSpanHandler's abstract methods, for anyone who calls them directly (the dispatcher does not)

@@ -9,10 +9,11 @@ from typing import Any
 
 from groundtrace.capture.kit import end_request_span, start_request_span
 from groundtrace.record import EXCLUDED, NOT_EXCLUDED, PendingRecord, Record
-from groundtrace.redaction import get_logger
+from groundtrace.redaction import failure_text, get_logger
 from groundtrace.capture.session import current_session
 from groundtrace.trace_context import current_links, otel_ids
 from groundtrace.capture.carried import prompt_variables
+from groundtrace.capture.limits import bounded
 from groundtrace.capture.marked import Retrieved
 from groundtrace.capture.turn import ModelCall, ToolFilter, Turn
 from llama_index.core.agent.workflow import AgentWorkflow
@@ -313,6 +314,14 @@ class TurnEnd(PendingRecord):
                 return True  # a failed call's text is never a context
         return False
 
+    def size_hint(self) -> int:
+        """The answer and the text of the nodes the run saw (lengths only; a node's text is not rendered)."""
+        size = len(self.answer)
+        for kind, value, _ in list(self.run.found):
+            if kind == NODES:
+                size += sum(len(getattr(getattr(item, "node", None), "text", "") or "") for item in value)
+        return size
+
     def seal(self, span_text: bool) -> None:
         """The ids that name the trace, read (or written: a request span) now, in the request's context."""
         run = self.run
@@ -334,11 +343,12 @@ class TurnEnd(PendingRecord):
             return self.record(chosen)
         except Exception as error:
             kind = type(error).__name__
+            # said without the exception's message: it may quote the request's text, which no mask has seen yet
             if kind in _reported:  # loudly once per kind of failure, then quietly
-                log.debug("groundtrace: building the record of %s failed: %r", self.run.name, error)
+                log.debug("groundtrace: building the record of %s failed: %s", self.run.name, failure_text(error))
             else:
                 _reported.add(kind)
-                log.warning("groundtrace: building the record of %s failed", self.run.name, exc_info=True)
+                log.warning("groundtrace: building the record of %s failed: %s", self.run.name, failure_text(error))
             if self.on_failure is not None:
                 self.on_failure()
             raise
@@ -348,12 +358,16 @@ class TurnEnd(PendingRecord):
         contexts, metadata = chosen
         if run.excluded:
             metadata["groundtrace_exclude"] = True
+        question, answer, contexts, cut = bounded(self.question, self.answer, contexts)
+        if cut is not None:  # what was cut to the bounds a Record keeps, said on it
+            metadata["truncated"] = cut
+            metadata["nodes"] = metadata.get("nodes", [])[:len(contexts)]
         return Record(
             id=run.span_id,
-            question=self.question,
+            question=question,
             queries=[query for query in run.turn.queries if query != self.question] or None,
             contexts=contexts,
-            answer=self.answer,
+            answer=answer,
             metadata=metadata,
             trace_id=self.trace_id,
             span_id=self.span_id,

@@ -20,6 +20,7 @@ the shape the LangChain integration reports too) and said once at INFO level.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from functools import partial
@@ -27,7 +28,7 @@ from typing import Any
 
 from groundtrace.monitor import Monitor
 from groundtrace.privacy import Mask
-from groundtrace.redaction import get_logger
+from groundtrace.redaction import failure_text, get_logger
 from groundtrace.capture.explicit import claim_for_framework
 from groundtrace.capture.marked import Retrieved, has_pending, register_finder, take_pending, unregister_finder
 from groundtrace.capture.turn import ToolFilter
@@ -355,7 +356,7 @@ class RootTracker:
         """groundtrace failed at a root's end (on the caller's thread, maybe in its `for token in
         stream`): logged, counted as a root with no record and as a callback error, never raised."""
         try:
-            log.debug("groundtrace: could not read the end of %s", run.name, exc_info=True)
+            log.debug("groundtrace: could not read the end of %s: %s", run.name, failure_text(sys.exc_info()[1]))
             self._counts.unreadable()
             self._counts.callback_error()
         except Exception:
@@ -367,7 +368,7 @@ class RootTracker:
             self._counts.no_record(reason, HINTS.get(reason, ""), warn)
             self._monitor.note_no_record(reason)
         except Exception:
-            log.debug("groundtrace: could not count a turn with no record", exc_info=True)
+            log.debug("groundtrace: could not count a turn with no record: %s", failure_text(sys.exc_info()[1]))
 
     # ------------------------------------------------------------------ bookkeeping (lock held)
     def _kind(self, instance: Any) -> int:

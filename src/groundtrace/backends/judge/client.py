@@ -18,6 +18,7 @@ from typing import Any, Literal, Self
 from pydantic import ValidationError
 
 from groundtrace._extras import missing_extra
+from groundtrace.backends.breaker import CircuitBreaker, CircuitOpen
 from groundtrace.backends.judge.cache import JudgeCache
 from groundtrace.backends.judge.parsing import extract_json, safe_schema_name, strict_schema
 from groundtrace.backends.judge.prices import DEFAULT_PRICES, Price, cost_of
@@ -43,7 +44,10 @@ class JudgeClient(StructuredOutput):
     (else OpenAI), ``OPENAI_API_KEY`` (a local server needs none), ``GROUNDTRACE_JUDGE_CACHE_DIR``). ``timeout_s`` bounds each HTTP request; a call gives up after ``max_retries``
     retries, so it takes at most about ``(max_retries + 1) * timeout_s`` plus the backoff
     (``backoff_s * 2**k``, at most ``max_backoff_s``, or what ``Retry-After`` says, at most
-    ``max_retry_after_s``). ``concurrency`` requests at most are in flight from this client, across
+    ``max_retry_after_s``). After ``breaker_failures`` calls in a row fail because of the judge (down, slow,
+    failing, unreadable), its calls are refused at once (``JudgeError`` of kind ``unavailable``) for
+    ``breaker_backoff_s``, doubling while it keeps failing, then one call tries it again (the circuit breaker:
+    groundtrace.backends.breaker). ``concurrency`` requests at most are in flight from this client, across
     all threads. ``mode`` forces one structured-output mode instead of detecting it. ``prices``
     adds to or overrides :data:`DEFAULT_PRICES`. ``cache=False`` (or ``cache_dir=None``) turns
     the disk cache off.
@@ -67,6 +71,8 @@ class JudgeClient(StructuredOutput):
         backoff_s: float = 0.5,
         max_backoff_s: float = 20.0,
         max_retry_after_s: float = 30.0,
+        breaker_failures: int = 5,
+        breaker_backoff_s: float = 30.0,
         settings: JudgeSettings | Settings | None = None,
     ) -> None:
         try:
@@ -105,6 +111,10 @@ class JudgeClient(StructuredOutput):
             max_retries=0,  # retries are ours: we count them and control the backoff
         )
         self._semaphore = threading.BoundedSemaphore(self.concurrency)
+        # a judge that hangs or fails: after breaker_failures failures in a row its calls are refused at once for
+        # breaker_backoff_s (doubling while it keeps failing), then one call tries it again
+        self.breaker = CircuitBreaker(f"the judge at {self.base_url} (model {self.model!r})", failures=breaker_failures,
+                                      backoff_s=breaker_backoff_s)
         self._modes: dict[tuple[str, str], Mode] = {}
         self._modes_lock = threading.Lock()
         self.cache: JudgeCache | None = None
@@ -168,16 +178,32 @@ class JudgeClient(StructuredOutput):
         parsed_all: list[T] = []
         raw_all: list[str] = []
         mode: Mode = self.mode or "json_schema"
-        while len(parsed_all) < n:
-            want = n - len(parsed_all)
-            response, mode = self._create(chat, params, want, schema, schema_name, json_schema, usage)
-            choices = list(response.choices or [])[:want]
-            if not choices:
-                raise JudgeError(f"the judge at {self.base_url} returned no choices; check that it serves chat completions", kind="parse")
-            for choice in choices:
-                obj, raw = self._read_choice(choice, chat, params, mode, schema, schema_name, json_schema, usage)
-                parsed_all.append(obj)
-                raw_all.append(raw)
+        try:
+            self.breaker.before()
+        except CircuitOpen as refused:
+            raise JudgeError(str(refused), kind="unavailable", fault=False) from None
+        try:
+            while len(parsed_all) < n:
+                want = n - len(parsed_all)
+                response, mode = self._create(chat, params, want, schema, schema_name, json_schema, usage)
+                choices = list(response.choices or [])[:want]
+                if not choices:
+                    raise JudgeError(f"the judge at {self.base_url} returned no choices; check that it serves chat "
+                                     "completions", kind="parse", fault=True)
+                for choice in choices:
+                    obj, raw = self._read_choice(choice, chat, params, mode, schema, schema_name, json_schema, usage)
+                    parsed_all.append(obj)
+                    raw_all.append(raw)
+        except JudgeError as error:
+            if error.fault:
+                self.breaker.failed(f"{error.kind}" + (f", HTTP {error.status}" if error.status else ""))
+            else:  # it answered: a refusal or an unusable reply to this request says nothing of the next
+                self.breaker.succeeded()
+            raise
+        except BaseException as error:  # never leave a probe out: the breaker would refuse every call from then on
+            self.breaker.failed(type(error).__name__)
+            raise
+        self.breaker.succeeded()
 
         if key is not None:
             self._cache_put(key, {"raw": raw_all, "mode": mode, "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens})

@@ -19,13 +19,20 @@ class JudgeError(RuntimeError):
     """Anything that kept the judge from returning a validated answer.
 
     ``kind`` is one of: config, connection, timeout, rate_limit, server, http, refusal, truncated,
-    parse, validation. ``status`` is the HTTP status where there was one.
+    parse, validation, unavailable (the circuit breaker refused the call: the judge failed too often just
+    now). ``status`` is the HTTP status where there was one. ``fault``: the judge itself failed (down, slow,
+    failing, an unreadable reply), which the circuit breaker counts; a refusal of one request does not.
     """
 
-    def __init__(self, message: str, *, kind: str, status: int | None = None) -> None:
+    def __init__(self, message: str, *, kind: str, status: int | None = None, fault: bool | None = None) -> None:
         super().__init__(redact(message))  # it quotes the server, which may echo our key
         self.kind = kind
         self.status = status
+        self.fault = kind in FAULTS if fault is None else fault
+
+
+#: the kinds of JudgeError that say the judge is down, slow or failing (the circuit breaker counts them)
+FAULTS = frozenset({"connection", "timeout", "server", "rate_limit"})
 
 
 # ---------------------------------------------------------------------------------------- results

@@ -17,6 +17,8 @@ from groundtrace.backends.judge.results import MODES, JudgeError, Mode, Usage
 from groundtrace.backends.judge.transport import Rejected, Transport, clip, log, rejects_response_format
 
 T = TypeVar("T", bound=BaseModel)
+#: the most of an unusable reply the repair request sends back (a 10 MB reply is not echoed to the judge)
+MAX_ECHO = 4000
 
 
 class StructuredOutput(Transport):
@@ -98,7 +100,7 @@ class StructuredOutput(Transport):
             if attempt == 0:
                 repair = [
                     *messages,
-                    {"role": "assistant", "content": raw},
+                    {"role": "assistant", "content": clip(raw, MAX_ECHO)},  # a flood is not sent back whole
                     {"role": "user", "content": f"That reply could not be used: {problem}. Reply again with only the "
                      f"JSON object that matches the schema: no prose, no code fences."},
                 ]

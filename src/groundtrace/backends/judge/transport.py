@@ -76,6 +76,9 @@ class Transport:
                         kind="timeout",
                     ) from None
                 last = "timeout"
+            except (ValueError, UnicodeDecodeError) as error:  # a body the SDK could not read (not JSON, not UTF-8)
+                raise JudgeError(f"the judge at {self.base_url} answered with a body that is no chat completion "
+                                 f"({type(error).__name__}: {clip(str(error), 120)})", kind="parse", fault=True) from None
             except openai.APIConnectionError as error:
                 if attempt >= self.max_retries:
                     raise JudgeError(
