@@ -229,6 +229,9 @@ class Monitor(Workers):
         names = [name for name, sink in built if sink]
         self.sinks = [sink[0] for _, sink in built if sink]
         register_trace_links(self.sinks)
+        for sink in self.sinks:  # a sink that learns later that it did not deliver (an exporter's failure) says so here
+            if hasattr(sink, "report_undelivered"):
+                sink.report_undelivered = self._count_sink_errors
         ray_address = ray_address or (settings.ray_address if settings is not None else None)
         self.isolation = _isolation(isolation, metrics, ray_address)
         specs = [(m.name, dict((options or {}).get(m.name, {}))) for m in self.metrics]
@@ -253,7 +256,7 @@ class Monitor(Workers):
         self._stored = 0  # records delivered to the default store
         self._no_record_reasons: dict[str, int] = {}
         self._lanes = Lanes(self._count_sink_errors)  # one delivery lane per sink fed in this process
-        self._drops_said = 0  # the drops said so far (a full queue is said as a rate, by the workers)
+        self._full_drops = self._drops_said = 0  # a full queue's drops, and those said (as a rate, by the workers)
         self._drop_warning = RateLimitedWarning(log, "records dropped")
         self._warmed: dict[str, str] | None = None  # the metrics that cannot load, once warmed up here
         self._warm_lock = threading.Lock()
@@ -352,8 +355,11 @@ class Monitor(Workers):
                 queue = self._queue
                 # bounded by bytes too once the queue backs up (sizing a record reads its lengths, not its text)
                 size = record_size(record) if bucket is None and len(queue) >= QUEUE_SIZED_FROM else 0
-                if self._closed or bucket is None and (len(queue) >= queue.maxsize or queue.bytes + size > queue.max_bytes):
+                if self._closed:
                     bucket = "dropped"
+                elif bucket is None and (len(queue) >= queue.maxsize or queue.bytes + size > queue.max_bytes):
+                    bucket = "dropped"
+                    self._full_drops += 1  # said as a rate by the workers
                 if bucket is not None:
                     setattr(self._stats, bucket, getattr(self._stats, bucket) + 1)
                     return False

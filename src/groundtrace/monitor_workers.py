@@ -68,6 +68,7 @@ class Workers:
     _own_sinks: list[Any]
     _lanes: Lanes
     _drops_said: int
+    _full_drops: int
     _drop_warning: RateLimitedWarning
     _metric_pool: ThreadPoolExecutor
     budget: CpuBudget | None
@@ -136,7 +137,7 @@ class Workers:
     def _say_losses(self) -> None:
         """Records dropped because the queue was full since the last look: said as a rate (on this thread,
         never the application's)."""
-        dropped = self._stats.dropped
+        dropped = self._full_drops
         new, self._drops_said = dropped - self._drops_said, dropped
         if new > 0:
             self._drop_warning.failed(f"{new} not scored: the queue was full ({self._queue.maxsize} records): raise "
@@ -278,8 +279,8 @@ class Workers:
             return metric.error(cannot_load, record.id)
         try:
             future = self._metric_pool.submit(self._measured, metric, record)
-        except RuntimeError as error:  # the pool is shut down: closing
-            return metric.error(f"not scored: {error}", record.id)
+        except RuntimeError:  # the interpreter is exiting (its pools take nothing more): scored here, as close allows
+            return self._measured(metric, record)
         try:
             return future.result(timeout=self.metric_timeout_s)
         except FutureTimeout:

@@ -162,3 +162,26 @@ def test_a_flooding_reply_is_not_echoed_back_whole():
     echoed = repair["messages"][-2]
     assert echoed["role"] == "assistant" and len(echoed["content"]) <= MAX_ECHO + 3
     assert len(server.requests[1].body) < 20_000
+
+
+def test_behind_a_failing_judge_a_monitors_records_fail_at_once_counted_with_one_warning(caplog):
+    from groundtrace.monitor import Monitor
+    from groundtrace.record import Record
+
+    with ScriptedServer(lambda body, i: FAILING) as server:
+        options = {"faithfulness": {"base_url": server.url, "api_key": "sk-test", "max_retries": 0, "cache": False,
+                                    "breaker_failures": 3, "breaker_backoff_s": 60}}
+        with caplog.at_level(logging.WARNING, logger="groundtrace"), \
+                Monitor(["faithfulness"], "none", options=options, isolation="thread", flush_at_exit=False) as monitor:
+            started = time.monotonic()
+            for i in range(20):
+                monitor.submit(Record(id=f"r{i}", question="Who?", contexts=["Marie Curie won two Nobel prizes."],
+                                      answer="Marie Curie won two Nobel prizes."))
+            assert monitor.flush(30)
+            took, stats = time.monotonic() - started, monitor.stats
+        requests = len(server.requests)
+    assert (stats.failed, stats.scored) == (20, 0)
+    assert requests == 3 and took < 5  # the 17 records behind the open breaker cost no request
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(said) == 1 and "circuit breaker" in said[0]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # no ERROR per record

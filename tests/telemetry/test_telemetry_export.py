@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 import urllib.error
 import urllib.request
 
@@ -20,6 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from groundtrace.config import Settings
 from groundtrace.monitor import Monitor
 from groundtrace.record import Record
+from groundtrace.telemetry.endpoint import CACHE_S
 from groundtrace.telemetry.providers import otlp_provider
 from tests.loopback import LoopbackServer
 from tests.telemetry.conftest import FLAGGED, GROUNDED, TRACE_ID
@@ -50,6 +52,7 @@ def test_a_prometheus_endpoint_serves_the_series_until_the_last_monitor_closes(i
     for record in (FLAGGED, GROUNDED):
         monitor.submit(record)
     monitor.flush(30)
+    time.sleep(CACHE_S)  # the exposition is made at most once per CACHE_S
     after = scrape(url)
     assert sample(after, "groundtrace_evaluations_total", gen_ai_evaluation_name="lexical",
                   groundtrace_outcome="flagged") - flagged_before == 1

@@ -29,9 +29,14 @@ def cap(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit]
 
 
-def bounded(question: str | None, answer: str | None, contexts: Sequence[str]
+CUT_FROM = "cut_from"  # a passage's metadata key: its length before it was cut where it was read
+
+
+def bounded(question: str | None, answer: str | None, contexts: Sequence[str], chars: int | None = None
             ) -> tuple[str | None, str | None, list[str], dict[str, Any] | None]:
-    """The question, answer and contexts within their bounds, and what was cut (None when nothing was)."""
+    """The question, answer and contexts within their bounds, and what was cut (None when nothing was).
+    ``chars``: the contexts' length before an integration already cut a passage to the bound where it read it
+    (they were longer than they are now)."""
     cut: dict[str, Any] = {}
     if question is not None and len(question) > MAX_QUESTION_CHARS:
         cut["question"] = {"chars": len(question), "kept": MAX_QUESTION_CHARS}
@@ -41,6 +46,9 @@ def bounded(question: str | None, answer: str | None, contexts: Sequence[str]
         answer = answer[:MAX_ANSWER_CHARS]
     total = sum(map(len, contexts))
     kept = list(contexts)
+    if chars is not None and chars > total:  # cut already where they were read: said as such
+        cut["contexts"] = {"chars": chars, "kept": min(total, MAX_CONTEXT_CHARS), "passages": len(contexts),
+                           "kept_passages": len(contexts)}
     if total > MAX_CONTEXT_CHARS:
         kept, room = [], MAX_CONTEXT_CHARS
         for text in contexts:
@@ -48,7 +56,7 @@ def bounded(question: str | None, answer: str | None, contexts: Sequence[str]
                 break
             kept.append(text[:room])
             room -= len(kept[-1])
-        cut["contexts"] = {"chars": total, "kept": MAX_CONTEXT_CHARS, "passages": len(contexts),
+        cut["contexts"] = {"chars": max(total, chars or 0), "kept": MAX_CONTEXT_CHARS, "passages": len(contexts),
                            "kept_passages": len(kept)}
     return question, answer, kept, cut or None
 

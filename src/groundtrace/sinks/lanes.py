@@ -7,8 +7,9 @@ whose ``emit`` raises counts the same; both are said as a rate (one WARNING with
 at most once a minute: :class:`groundtrace.redaction.RateLimitedWarning`), never a line per record. An
 ``emit`` still running after ``timeout_s`` is said once: Python cannot stop it, but the other lanes go on.
 At close each lane gets what is left of the close's time; what it still holds then is counted as that
-sink's errors and said, and nothing is emitted after close returns. So for every record and sink: it was
-delivered, or it is one ``sink_errors``: the counts reconcile exactly.
+sink's errors and said, and nothing starts being emitted after close returns (an emit already running is
+counted when it returns). So for every record and sink: it was delivered, or it is one ``sink_errors``: the
+counts reconcile exactly.
 """
 
 from __future__ import annotations
@@ -91,13 +92,15 @@ class Lane:
         self.wait(deadline)
         with self._ready:
             self._closed = True
-            left = len(self._items) + (self._busy_since is not None)
+            left, running = len(self._items), self._busy_since is not None
             self._items.clear()
             self._ready.notify_all()
         self.failures.settle()
+        if left or running:
+            log.warning("groundtrace: sink %s: %d record(s) not delivered when the Monitor closed (it is behind): "
+                        "counted in sink_errors%s", self.name, left,
+                        "; one emit() still running is counted when it returns" if running else "")
         if left:
-            log.warning("groundtrace: sink %s: %d record(s) not delivered when the Monitor closed (its emit() was "
-                        "still running or behind): counted in sink_errors", self.name, left)
             self._on_errors(left)
         return left
 
@@ -118,13 +121,13 @@ class Lane:
                 self.failures.failed(f"record {record.id}: {type(error).__name__}: {error}")
             with self._ready:  # counted before anyone waiting sees the lane idle (the lane's lock, then the Monitor's)
                 self._busy_since = None
-                if self._closed:  # close() gave up on it and counted it already
-                    return
                 if failed:
                     self._on_errors(1)
                 else:
                     self.delivered += 1
                 self._ready.notify_all()
+                if self._closed:  # the emit that ran over close(): counted now; nothing else is emitted
+                    return
 
 
 class Lanes:

@@ -8,12 +8,13 @@ the OpenTelemetry GenAI conventions: the span carries ``gen_ai.evaluation.*`` at
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from groundtrace._extras import missing_extra
 from groundtrace.config import Settings
 from groundtrace.record import Record
-from groundtrace.redaction import get_logger
+from groundtrace.redaction import RateLimitedWarning, get_logger
 from groundtrace.score import Score
 from groundtrace.sinks import Sink, score_label, spans_summary
 
@@ -33,18 +34,44 @@ def evaluation_attributes(score: Score) -> dict[str, Any]:
     return attributes
 
 
-def otlp_provider(endpoint: str) -> Any:
-    """An SDK tracer provider that sends spans over OTLP/HTTP (protobuf) to ``endpoint``."""
+def otlp_provider(endpoint: str, on_undelivered: Callable[[int], None] | None = None) -> Any:
+    """An SDK tracer provider that sends spans over OTLP/HTTP (protobuf) to ``endpoint``. ``on_undelivered(n)``
+    is told how many records' spans an export failed to deliver (the collector down, after the exporter's
+    own retries), so that they are counted as sink errors instead of delivered."""
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
     except ImportError as error:
         raise missing_extra("otlp", "sending the otel sink's spans over OTLP", error) from None
+
+    class Counted(SpanExporter):
+        """The OTLP exporter, counting the records whose spans it could not deliver."""
+
+        def __init__(self) -> None:
+            self.inner = OTLPSpanExporter(endpoint=endpoint)
+
+        def export(self, spans: Any) -> Any:
+            result = self.inner.export(spans)
+            if result != SpanExportResult.SUCCESS and on_undelivered is not None:
+                records = {span.attributes.get("groundtrace.record_id") or span.context.span_id for span in spans}
+                _undelivered.failed(f"the OTLP endpoint {endpoint} did not take {len(spans)} span(s)", len(records))
+                on_undelivered(len(records))
+            return result
+
+        def shutdown(self) -> None:
+            self.inner.shutdown()
+
+        def force_flush(self, timeout_millis: int = 30000) -> bool:
+            return bool(self.inner.force_flush(timeout_millis))
+
     provider = TracerProvider(resource=Resource.create({"service.name": "groundtrace"}))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+    provider.add_span_processor(BatchSpanProcessor(Counted()))
     return provider
+
+
+_undelivered = RateLimitedWarning(log, "the otel sink's spans were not delivered")
 
 
 class OTelSink(Sink):
@@ -60,15 +87,24 @@ class OTelSink(Sink):
         self._owns_provider = owns_provider
         self._provider_seen = tracer_provider is not None  # once a real provider is seen, no more checks
         self._warned = False
+        # told how many records' spans the provider groundtrace built could not deliver (set by the Monitor)
+        self.report_undelivered: Callable[[int], None] | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> OTelSink:
         """The application's tracer provider (resolved per call); in a process that has none (the
-        command line) and an OTLP endpoint in the settings, a provider of its own that exports there."""
+        command line) and an OTLP endpoint in the settings, a provider of its own that exports there, whose
+        failed exports are counted (a Monitor sets ``report_undelivered``: its sink_errors)."""
         sink = cls()
         if settings.otlp_traces_endpoint and not sink.has_provider():
-            sink = cls(otlp_provider(settings.otlp_traces_endpoint), owns_provider=True)
+            sink = cls(owns_provider=True)
+            sink._provider = otlp_provider(settings.otlp_traces_endpoint, sink._undelivered)
+            sink._provider_seen = True
         return sink
+
+    def _undelivered(self, records: int) -> None:
+        if self.report_undelivered is not None:
+            self.report_undelivered(records)
 
     def has_provider(self) -> bool:
         """Whether spans go anywhere: a provider was given or the process installed a real one."""

@@ -79,7 +79,7 @@ def prometheus_provider() -> Any:
 
 @dataclass
 class Endpoint:
-    """A scrape endpoint: prometheus_client's HTTP server over its default registry."""
+    """A scrape endpoint over prometheus_client's default registry (telemetry.endpoint: cached, bounded)."""
 
     host: str
     port: int
@@ -99,13 +99,13 @@ _endpoints: dict[tuple[str, int], Endpoint] = {}
 def open_endpoint(host: str, port: int) -> Endpoint:
     """The scrape endpoint on ``host:port`` (port 0: a free port, given in the answer), started on first
     use; each open_endpoint() is matched by one close_endpoint()."""
-    from prometheus_client import start_http_server
+    from groundtrace.telemetry.endpoint import serve
 
     with _own_lock:
         endpoint = _endpoints.get((host, port)) if port else None
         if endpoint is None:
             try:
-                server, thread = start_http_server(port, addr=host)
+                server, thread, _ = serve(host, port)  # a cached exposition, a few scrapes at once
             except OSError as error:  # a port in use, an address not of this machine: a setting to change
                 raise OSError(f"the Prometheus endpoint cannot listen on {host}:{port}: {error}; name another "
                               "with telemetry='prometheus:HOST:PORT' or OTEL_EXPORTER_PROMETHEUS_HOST/_PORT") from error

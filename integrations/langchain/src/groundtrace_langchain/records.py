@@ -25,7 +25,7 @@ from groundtrace.capture.carried import (
     prompt_candidates,
     prompt_variables,
 )
-from groundtrace.capture.limits import MAX_CONTEXT_CHARS, bounded, cap
+from groundtrace.capture.limits import CUT_FROM, MAX_CONTEXT_CHARS, bounded, cap
 from groundtrace.capture.turn import (
     DOCUMENT,
     TOOL,
@@ -111,9 +111,11 @@ def _tool_key(root: RootRun, run: int | None) -> str | None:
 
 
 def _document_passage(retrieval: Retrieval, document: Document, tool_key: str | None, tool_name: str | None) -> Passage:
-    return Passage(cap(document.page_content, MAX_CONTEXT_CHARS), DOCUMENT, retrieval.name, source_id(document),
-                   within=tool_key,
-                   metadata={"document": document, "tool": tool_name})
+    passage = Passage(cap(document.page_content, MAX_CONTEXT_CHARS), DOCUMENT, retrieval.name, source_id(document),
+                      within=tool_key, metadata={"document": document, "tool": tool_name})
+    if len(document.page_content) > MAX_CONTEXT_CHARS:  # cut where it is read: the Record says so
+        passage.metadata[CUT_FROM] = len(document.page_content)
+    return passage
 
 
 def _tool_passage(name: str | None, text: str, key: str | None, within: str | None = None,
@@ -438,7 +440,8 @@ class TurnEnd(PendingRecord):
             metadata["question_from"] = "query"
         contexts = selection.contexts
         metadata["documents"] = [_origin(p) for p in contexts]
-        question, kept_answer, texts, cut = bounded(question, answer, [p.text for p in contexts])
+        question, kept_answer, texts, cut = bounded(question, answer, [p.text for p in contexts],
+                                                    sum(p.metadata.get(CUT_FROM, len(p.text)) for p in contexts))
         if cut is not None:  # what was cut to the bounds a Record keeps, said on it
             metadata["truncated"] = cut
             metadata["documents"] = metadata["documents"][:len(texts)]

@@ -28,6 +28,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from groundtrace.capture.carried import choose, item_origin, prompt_candidates
+from groundtrace.capture.limits import CUT_FROM
 from groundtrace.capture.turn import (
     DOCUMENT,
     TOOL,
@@ -54,6 +55,8 @@ from groundtrace_llamaindex.extract import (
 # retrieved inside), (TOOL_OUTPUT, ToolOutput, its tool call) or (MARKED, a @groundtrace.retrieval call, the
 # tool call it ran inside)
 NODES, TOOL_OUTPUT, MARKED = "nodes", "tool", "marked"
+# what choose_contexts says of the contexts' length before any was cut where it was read (run.TurnEnd reads it)
+CHARS = "_chars"
 
 
 class Candidates(Protocol):
@@ -104,6 +107,7 @@ def choose_contexts(run: Candidates, answer: str, response_nodes: list[Any], too
     errors = replace(selection, errors=[p for p in selection.errors if "turn" not in p.metadata]).tool_errors()
     if errors is not None:
         metadata["tool_errors"] = errors
+    metadata[CHARS] = sum(p.metadata.get(CUT_FROM, len(p.text)) for p in selection.contexts)
     return [p.text for p in selection.contexts], metadata
 
 
@@ -129,7 +133,8 @@ def run_passages(run: Candidates, response_nodes: list[Any]
                 texts.append(entry.text)
             if (entry.id, within) not in seen:
                 seen.add((entry.id, within))
-                passages.append(Passage(entry.text, DOCUMENT, id=entry.id, within=within))
+                passages.append(Passage(entry.text, DOCUMENT, id=entry.id, within=within,
+                                        metadata={CUT_FROM: entry.length} if entry.length else {}))
 
     for kind, value, call_id in run.found:
         if kind == NODES:

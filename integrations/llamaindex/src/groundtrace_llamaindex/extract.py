@@ -44,6 +44,7 @@ class NodeEntry:
     text: str
     score: float | None
     metadata: dict[str, Any] = field(default_factory=dict)
+    length: int = 0  # the node's text's length before it was cut to MAX_CONTEXT_CHARS (0: not cut)
 
 
 def query_text(value: Any) -> str | None:
@@ -110,7 +111,7 @@ def node_entry(item: Any) -> NodeEntry | None:
     except Exception:
         return None
     return NodeEntry(id=node.node_id, text=cap(text, MAX_CONTEXT_CHARS), score=item.score,
-                     metadata=dict(node.metadata or {}))
+                     metadata=dict(node.metadata or {}), length=len(text) if len(text) > MAX_CONTEXT_CHARS else 0)
 
 
 def final_result(result: Any) -> Any:

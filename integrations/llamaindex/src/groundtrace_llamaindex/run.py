@@ -20,7 +20,7 @@ from llama_index.core.agent.workflow import AgentWorkflow
 from llama_index.core.schema import NodeWithScore
 from workflows import Workflow
 
-from groundtrace_llamaindex.contexts import MARKED, NODES, TOOL_OUTPUT, choose_contexts, tool_output_text
+from groundtrace_llamaindex.contexts import CHARS, MARKED, NODES, TOOL_OUTPUT, choose_contexts, tool_output_text
 from groundtrace.capture.earlier_turns import EarlierCalls
 from groundtrace_llamaindex.exclusion import is_excluded
 from groundtrace_llamaindex.extract import (
@@ -358,7 +358,7 @@ class TurnEnd(PendingRecord):
         contexts, metadata = chosen
         if run.excluded:
             metadata["groundtrace_exclude"] = True
-        question, answer, contexts, cut = bounded(self.question, self.answer, contexts)
+        question, answer, contexts, cut = bounded(self.question, self.answer, contexts, metadata.pop(CHARS, None))
         if cut is not None:  # what was cut to the bounds a Record keeps, said on it
             metadata["truncated"] = cut
             metadata["nodes"] = metadata.get("nodes", [])[:len(contexts)]

@@ -1,0 +1,151 @@
+"""The Monitor under faults: a scoring process that cannot start, a process that exits or is sent SIGTERM with
+records queued, a small queue, a huge record. Real child processes and signals; every loss is counted and
+said at WARNING."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from groundtrace.monitor import Monitor
+from groundtrace.record import Record
+from groundtrace.scoring_process import ScoringProcess
+from tests.custom_sinks import PlainSink
+
+ROOT = Path(__file__).resolve().parents[2]
+CONTEXT = "The museum opens at 9 am and closes at 6 pm every day of the week."
+
+
+def record(i: int, **changes) -> Record:
+    fields = {"question": "When does the museum open?", "contexts": [CONTEXT], "answer": "It opens at 9 am.", **changes}
+    return Record(id=f"r{i}", **fields)
+
+
+def test_a_scoring_process_that_cannot_start_is_said_and_scoring_goes_on_in_threads(monkeypatch, caplog):
+    # a child that dies at start-up, as one does on a broken environment or a read-only mount
+    monkeypatch.setattr(ScoringProcess, "_command", lambda self: [sys.executable, "-c", "import sys; sys.exit(3)"])
+    sink = PlainSink()
+    with caplog.at_level(logging.WARNING, logger="groundtrace"), \
+            Monitor(["lexical"], [sink], isolation="process", flush_at_exit=False) as monitor:
+        for i in range(5):
+            monitor.submit(record(i))
+        assert monitor.flush(30)
+        stats, isolation = monitor.stats, monitor.isolation
+    assert (stats.scored, stats.failed, len(sink.got), isolation) == (5, 0, 5, "thread")
+    [said] = [r.getMessage() for r in caplog.records if "scoring process cannot start" in r.getMessage()]
+    assert "the scoring process did not start: it exited" in said
+    assert "scoring goes on in this process's worker threads instead (isolation='thread'" in said
+
+
+def test_a_small_queue_loses_nothing_while_the_worker_lingers_for_a_batch():
+    sink = PlainSink()
+    # a long linger: the worker would sit on its first record while the next ones fill a queue of 4
+    with Monitor(["lexical"], [sink], isolation="thread", queue_size=4, linger_s=0.5, flush_at_exit=False) as monitor:
+        for i in range(12):
+            monitor.submit(record(i))
+            time.sleep(0.01)
+        assert monitor.flush(30)
+        stats = monitor.stats
+    assert (stats.dropped, stats.scored) == (0, 12)
+
+
+def test_a_full_queue_is_said_with_its_count(caplog):
+    sink = PlainSink()
+    with caplog.at_level(logging.WARNING, logger="groundtrace"):
+        with Monitor(["lexical"], [sink], isolation="thread", queue_size=2, flush_at_exit=False) as monitor:
+            accepted = sum(monitor.submit(record(i)) for i in range(200))
+            assert monitor.flush(30)
+            stats = monitor.stats
+    assert stats.dropped == 200 - accepted > 0 and stats.scored == accepted
+    said = " ".join(r.getMessage() for r in caplog.records if "records dropped" in r.getMessage())
+    assert "not scored: the queue was full (2 records)" in said
+    counted = [int(word) for word in said.replace(":", " ").split() if word.isdigit()]
+    assert stats.dropped in counted or sum(n for n in counted if n != 2) == stats.dropped
+
+
+def test_the_queue_is_bounded_by_bytes_once_it_backs_up():
+    big = "x" * 400_000
+    with Monitor(["lexical"], "none", isolation="thread", queue_bytes=1_000_000, linger_s=2.0,
+                 flush_at_exit=False) as monitor:
+        taken = [monitor.submit(record(i, contexts=[big])) for i in range(30)]
+        stats = monitor.stats
+    # one is with the lingering worker, QUEUE_SIZED_FROM (8) wait unsized; then at most 1 MB of text: two more
+    assert taken == [True] * 11 + [False] * 19 and stats.dropped == 19
+
+
+def test_a_record_over_the_bounds_is_cut_and_says_so(caplog):
+    sink = PlainSink()
+    with Monitor(["lexical"], [sink], isolation="thread", flush_at_exit=False) as monitor:
+        monitor.submit(record(0, contexts=["word " * 1_000_000, CONTEXT], answer="It opens at 9 am. " * 10_000))
+        assert monitor.flush(60)
+    [(scored, scores)] = sink.got
+    assert sum(map(len, scored.contexts)) == 1_000_000 and len(scored.answer) == 100_000
+    assert scored.metadata["truncated"] == {
+        "answer": {"chars": 180_000, "kept": 100_000},
+        "contexts": {"chars": 5_000_000 + len(CONTEXT), "kept": 1_000_000, "passages": 2, "kept_passages": 1}}
+    assert scores[0].ok  # scored, not refused
+
+
+APP = """
+import logging, sys, time
+sys.path.insert(0, {root!r})
+from groundtrace.metrics import Metric, register_metric
+from groundtrace.metrics.base import Result
+from groundtrace.monitor import Monitor
+from groundtrace.record import Record
+
+@register_metric
+class Slow(Metric):
+    name = "slow_for_exit"
+    higher_is_better = True
+    default_threshold = 0.5
+    requires = ("answer",)
+
+    def compute(self, record, language):
+        time.sleep(0.05)
+        return Result(1.0, "ok")
+
+monitor = Monitor([Slow()], "none", isolation="thread", queue_size=5000)
+for i in range({n}):
+    monitor.submit(Record(id=str(i), question="q", contexts=["c"], answer="a"))
+print("submitted", flush=True)
+{then}
+"""
+
+
+def run_app(n: int, then: str, **options) -> subprocess.CompletedProcess[str]:
+    source = textwrap.dedent(APP).format(root=str(ROOT), n=n, then=then)
+    return subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, timeout=120, **options)
+
+
+def test_records_still_queued_at_exit_are_counted_and_said():
+    done = run_app(1500, "")  # the script ends at once: atexit gives the Monitor 5 s
+    assert done.returncode == 0, done.stderr
+    said = [line for line in done.stderr.splitlines() if "not scored when the Monitor closed" in line]
+    assert len(said) == 1 and said[0].startswith("groundtrace: ")
+    lost = int(said[0].split("groundtrace: ")[1].split(" record")[0])
+    assert 1000 < lost < 1500  # 5 s of 50 ms records were scored, the rest counted
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGTERM is a POSIX signal")
+def test_sigterm_settles_the_queue_within_a_bound_and_says_what_was_lost():
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(APP).format(root=str(ROOT), n=300,
+                                                                               then="time.sleep(60)")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "submitted"
+    started = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+    took = time.monotonic() - started
+    assert proc.returncode == -signal.SIGTERM  # the signal still does what it would have done
+    assert took < 10  # settled within EXIT_FLUSH_S (5 s), then gone
+    said = [line for line in stderr.splitlines() if "not scored when the Monitor closed" in line]
+    assert len(said) == 1, stderr
