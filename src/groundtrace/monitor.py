@@ -37,7 +37,7 @@ from groundtrace.telemetry import build_telemetry
 log = get_logger("groundtrace.monitor")
 
 #: the bytes of text the queue may hold (records are sized once it holds QUEUE_SIZED_FROM or more)
-DEFAULT_QUEUE_BYTES = 256 * 1024 * 1024
+DEFAULT_QUEUE_BYTES = 64 * 1024 * 1024
 QUEUE_SIZED_FROM = 8
 
 

@@ -1,12 +1,13 @@
 """How much text a captured Record may carry, cut where the Record is built.
 
-A retrieved context of 5 MB is a bug upstream, not a passage: the metrics refuse more than
-:data:`MAX_CONTEXT_CHARS` of contexts and :data:`MAX_ANSWER_CHARS` of answer anyway. Live capture cuts a
-Record to those bounds where it is built, before any copy, validation, mask or pipe, so that a huge
-input costs the application's process a bounded amount of work and memory: the question and the answer
+A retrieved context of 5 MB is a bug upstream, not a passage: the metrics refuse more than a million characters
+of contexts anyway, and scoring that much live would take the application's machine. Live capture cuts a
+Record to :data:`MAX_CONTEXT_CHARS` of contexts and :data:`MAX_ANSWER_CHARS` of answer where it is built,
+before any copy, validation, mask or pipe, so that a huge input costs the application's process a bounded
+amount of work and memory: the question and the answer
 are cut to their bounds, the contexts are kept in order until their total reaches its bound (the one that
 crosses it cut, the rest left out). What was cut is said on the Record, ``metadata["truncated"]``:
-``{"answer": {"chars": 5000000, "kept": 100000}, "contexts": {"chars": ..., "kept": ..., "passages": 3,
+``{"answer": {"chars": 5000000, "kept": 20000}, "contexts": {"chars": ..., "kept": ..., "passages": 3,
 "kept_passages": 1}}``. Every bound is a slice or a length: O(1) per text, O(passages) in all.
 """
 
@@ -15,11 +16,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-#: the most of the answer, and of the question, a Record keeps (the metrics' limit for an answer)
-MAX_ANSWER_CHARS = 100_000
-MAX_QUESTION_CHARS = 100_000
-#: the most of the contexts together a Record keeps (the metrics' limit for contexts)
-MAX_CONTEXT_CHARS = 1_000_000
+#: the most of the answer, and of the question, a captured Record keeps (a fifth of the metrics' own limit)
+MAX_ANSWER_CHARS = 20_000
+MAX_QUESTION_CHARS = 20_000
+#: the most of the contexts together a captured Record keeps (a fifth of the metrics' own limit: a context of
+#: 200,000 characters is some 50 pages; scoring more, in the application's machine, would take its CPU)
+MAX_CONTEXT_CHARS = 200_000
 #: the most of a model call's input read to choose the contexts (what reached it beyond that is not looked at)
 MAX_INPUT_CHARS = MAX_CONTEXT_CHARS + MAX_ANSWER_CHARS
 
