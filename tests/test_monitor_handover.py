@@ -4,6 +4,7 @@ delivers to the sinks that can run there, and sends Scores back only for the app
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import sys
@@ -157,22 +158,25 @@ def test_capture_text_off_and_a_failing_mask_are_applied_by_the_scoring_process(
     assert "anna" not in caplog.text and "roubles" not in caplog.text
 
 
-def test_a_scoring_process_that_cannot_start_fails_its_records_here_and_sends_no_text(tmp_path, monkeypatch):
+def test_a_scoring_process_that_cannot_start_hands_scoring_to_threads_with_the_mask_applied_here(tmp_path,
+                                                                                                  monkeypatch, caplog):
     from groundtrace.scoring_process import ScoringProcess
 
     monkeypatch.setattr(ScoringProcess, "_command", lambda self: [sys.executable, "-c", "print('no protocol')"])
     out, mine = tmp_path / "scores.jsonl", PlainSink()
-    with Monitor(["lexical"], [mine, f"jsonl:{out}"], mask="tests.privacy_masks:hide_emails",
-                 flush_at_exit=False) as monitor:
+    with caplog.at_level(logging.WARNING, logger="groundtrace"), \
+            Monitor(["lexical"], [mine, f"jsonl:{out}"], mask="tests.privacy_masks:hide_emails",
+                    flush_at_exit=False) as monitor:
         for i in range(3):
             monitor.submit(rec(i))
         assert monitor.flush(60)
         stats = monitor.stats
-    assert (stats.submitted, stats.failed, stats.scored) == (3, 3, 0)
-    for record, [score] in mine.got:  # the mask was to run there: no text of the record stays in the rows
-        assert record.question is None and record.trace_id is not None
-        assert score.error.startswith("the scoring process failed: the scoring process did not start: no protocol")
-    assert len(lines(out)) == 3  # the named sink is fed from here when no scoring process takes the records
+    assert (stats.submitted, stats.failed, stats.scored) == (3, 0, 3)
+    for record, [score] in mine.got:  # the mask that was to run in the child ran here, before any sink
+        assert record.question == "Who writes to <email>?" and score.ok
+    assert [row["record"]["question"] for row in lines(out)] == ["Who writes to <email>?"] * 3  # fed from here
+    assert any("the scoring process cannot start (the scoring process did not start: no protocol)" in r.getMessage()
+               for r in caplog.records)
 
 
 def test_ten_thousand_submits_from_eight_threads_all_settle_and_reach_the_file(tmp_path):

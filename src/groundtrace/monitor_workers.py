@@ -23,11 +23,10 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-from groundtrace.capture.limits import bound_record
 from groundtrace.cpu_budget import CpuBudget
 from groundtrace.metrics import Metric
 from groundtrace.privacy import Mask, chain_masks, mask_reference, take_in, text_free_record
-from groundtrace.record import InvalidInput, PendingRecord, Record, placeholder_record, realize
+from groundtrace.record import InvalidInput, PendingRecord, Record, bound_record, placeholder_record, realize
 from groundtrace.redaction import RateLimitedWarning, get_logger
 from groundtrace.score import Score
 from groundtrace.scoring_child import flagged_mask, warm_up_all
@@ -92,8 +91,11 @@ class Workers:
             try:  # start the child now rather than on the first record
                 scorer.warm_up()
             except Exception as error:
-                self._fall_back(scorer, str(error))
-                scorer = None
+                if isinstance(scorer, ScoringProcess):
+                    self._fall_back(scorer, str(error))
+                    scorer = None
+                else:  # a Ray cluster not there (yet): its batches fail, counted, and it is tried again
+                    log.warning("groundtrace: the scorer did not start (%s); retrying with the next batch", error)
         if scorer is None:  # load the metrics' models here, before the first record's time budget starts
             self._warm_here()
         while True:

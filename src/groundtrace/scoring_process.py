@@ -296,6 +296,8 @@ class ScoringProcess(ChildProcess):
         last = time.monotonic()
         while done < len(items):
             if stopping():
+                if delivering:  # its Scores are on their way to the sinks: counted as they end, not as dropped
+                    done += self._last_outcome(proc, items[done], settle)
                 self._discard(proc)
                 for item in items[done:]:
                     settle(item, Outcome("dropped"))
@@ -320,6 +322,24 @@ class ScoringProcess(ChildProcess):
         if done == len(items):
             return []
         return self._after_loss(proc, items, done, delivering, None if eof else budget, settle)
+
+    def _last_outcome(self, proc: subprocess.Popen[bytes], item: Item, settle: Callable[[Item, Outcome], None],
+                      wait_s: float = 2.0) -> int:
+        """The record the child is delivering when the Monitor stops: settled by its outcome, waited for a moment,
+        else as failed with one sink error (it may or may not have reached a sink). Returns 1: it is settled."""
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            lines, eof = self._receive(proc, min(0.1, deadline - time.monotonic()))
+            for line in lines:
+                if line[:1] == b"o":
+                    settle(item, self._outcome(item, line[1:]))
+                    return 1
+                if line[:1] == b"l":
+                    _relay_log(line[1:])
+            if eof:
+                break
+        settle(item, Outcome("failed", sink_errors=1))
+        return 1
 
     def _after_loss(self, proc: subprocess.Popen[bytes], items: list[Item], done: int, delivering: bool,
                     overran: float | None, settle: Callable[[Item, Outcome], None]) -> list[Item]:

@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any, TypeVar, overload
 
 from groundtrace.capture.carried import choose, item_origin
-from groundtrace.capture.limits import bounded
+from groundtrace.record import bounded
 from groundtrace.capture.marked import COUNTS, Retrieved, count_failure, current_turn, function_name, query_of
 from groundtrace.capture.session import current_session
 from groundtrace.capture.stats import CaptureStats

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from groundtrace.capture.carried import CARRIERS, scalar_metadata
-from groundtrace.capture.limits import MAX_INPUT_CHARS, cap
+from groundtrace.record import MAX_INPUT_CHARS, cap
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.outputs import LLMResult

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
-from groundtrace.record import EXCLUDED, NOT_EXCLUDED, PendingRecord, Record
+from groundtrace.record import CUT_FROM, EXCLUDED, MAX_CONTEXT_CHARS, NOT_EXCLUDED, PendingRecord, Record, bounded, cap
 from groundtrace.trace_context import current_links
 from groundtrace.capture.carried import (
     Carried,
@@ -25,7 +25,6 @@ from groundtrace.capture.carried import (
     prompt_candidates,
     prompt_variables,
 )
-from groundtrace.capture.limits import CUT_FROM, MAX_CONTEXT_CHARS, bounded, cap
 from groundtrace.capture.turn import (
     DOCUMENT,
     TOOL,

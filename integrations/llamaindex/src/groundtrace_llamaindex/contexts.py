@@ -28,7 +28,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from groundtrace.capture.carried import choose, item_origin, prompt_candidates
-from groundtrace.capture.limits import CUT_FROM
+from groundtrace.record import CUT_FROM
 from groundtrace.capture.turn import (
     DOCUMENT,
     TOOL,

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from groundtrace.capture.limits import MAX_CONTEXT_CHARS, MAX_INPUT_CHARS, cap
+from groundtrace.record import MAX_CONTEXT_CHARS, MAX_INPUT_CHARS, cap
 from llama_index.core.base.llms.types import (
     ChatMessage,
     ChatResponse,

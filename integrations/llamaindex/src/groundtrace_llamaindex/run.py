@@ -8,12 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundtrace.capture.kit import end_request_span, start_request_span
-from groundtrace.record import EXCLUDED, NOT_EXCLUDED, PendingRecord, Record
+from groundtrace.record import EXCLUDED, NOT_EXCLUDED, PendingRecord, Record, bounded
 from groundtrace.redaction import failure_text, get_logger
 from groundtrace.capture.session import current_session
 from groundtrace.trace_context import current_links, otel_ids
 from groundtrace.capture.carried import prompt_variables
-from groundtrace.capture.limits import bounded
 from groundtrace.capture.marked import Retrieved
 from groundtrace.capture.turn import ModelCall, ToolFilter, Turn
 from llama_index.core.agent.workflow import AgentWorkflow
