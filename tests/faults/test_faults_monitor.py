@@ -150,3 +150,41 @@ def test_sigterm_settles_the_queue_within_a_bound_and_says_what_was_lost():
     assert took < 10  # settled within EXIT_FLUSH_S (5 s), then gone
     said = [line for line in stderr.splitlines() if "not scored when the Monitor closed" in line]
     assert len(said) == 1, stderr
+
+
+def test_a_hub_model_that_keeps_failing_is_refused_at_once_behind_its_breaker(caplog):
+    from groundtrace.metrics.base import Result
+    from groundtrace.metrics.hub import HubModelMetric
+
+    class Backend:
+        model = "tiny/broken"
+
+        def check(self) -> None:
+            pass
+
+        def warm_up(self) -> None:
+            pass
+
+    class Broken(HubModelMetric):
+        name = "broken_hub"
+        higher_is_better = True
+        default_threshold = 0.5
+        requires = ("answer",)
+        backend = Backend()
+        calls = 0
+
+        def compute(self, record, language) -> Result:
+            Broken.calls += 1
+            raise RuntimeError("CUDA out of memory")
+
+    metric = Broken()
+    with caplog.at_level(logging.WARNING, logger="groundtrace"):
+        scores = [metric.score(record(i)) for i in range(20)]
+    assert Broken.calls == 5  # then refused without trying
+    assert [s.error.split(":")[0] for s in scores[:5]] == ["RuntimeError"] * 5
+    assert all("circuit breaker open" in s.error for s in scores[5:])
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(errors) == 1  # the traceback once, not per record
+    assert warnings == ["groundtrace: the broken_hub model 'tiny/broken' failed 5 times in a row (RuntimeError): its "
+                        "records get an error Score at once for 30 s, then one call tries it again (circuit breaker)"]
