@@ -273,7 +273,7 @@ def test_a_turn_joins_the_current_span_or_starts_its_own(collected, monkeypatch)
     joined, own = records(monitor, sink)
     context = app_span.get_span_context()
     assert (joined.trace_id, joined.span_id) == (format(context.trace_id, "032x"), format(context.span_id, "016x"))
-    [request] = [span for span in exporter.get_finished_spans() if span.name == "groundtrace.request"]
+    [request] = [span for span in exporter.get_finished_spans() if span.name == "invoke_workflow groundtrace.turn"]
     ids = request.get_span_context()
     assert (own.trace_id, own.span_id) == (format(ids.trace_id, "032x"), format(ids.span_id, "016x"))
     provider.shutdown()

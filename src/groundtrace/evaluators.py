@@ -27,7 +27,7 @@ from groundtrace.metrics import Metric, get_metric
 from groundtrace.record import Record
 from groundtrace.score import Score
 from groundtrace.sinks import score_label, spans_summary
-from groundtrace.sinks.mlflow import ERROR_CODE, SOURCE_ID, feedback_metadata
+from groundtrace.sinks.mlflow import ERROR_CODE, feedback_metadata, feedback_source
 from groundtrace.sources.spans import answer_of, contexts_of, question_of, text_of
 
 CONTEXT_KEYS = ("contexts", "documents")
@@ -111,9 +111,9 @@ def mlflow_feedback(score: Score) -> Any:
     """An MLflow Feedback of a Score: value, rationale = reason, and in metadata the label, direction,
     verdict, threshold and flagged spans (as the MLflow sink writes them); an error Score as a Feedback
     with an AssessmentError."""
-    from mlflow.entities import AssessmentError, AssessmentSource, Feedback
+    from mlflow.entities import AssessmentError, Feedback
 
-    source = AssessmentSource(source_type="CODE", source_id=SOURCE_ID)
+    source = feedback_source(score)
     metadata = feedback_metadata(score)
     if score.ok:
         return Feedback(name=score.metric, value=score.value, rationale=score.reason or None, source=source,

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from groundtrace.record import Record
-from groundtrace.score import Score, Span
+from groundtrace.score import Cost, Score, Span
 from tests.loopback import LoopbackServer, Reply, Request
 from tests.phoenix_server import free_port as _free_port
 
@@ -55,6 +55,15 @@ def grounded() -> Score:
     return Score(metric="facts", value=0.75, higher_is_better=True, hallucinated=False, threshold=0.5,
                  reason="3 of 4 claims supported", record_id="r1",
                  spans=[Span(start=17, end=30, text="built in 1850", score=0.9)])
+
+
+@pytest.fixture
+def judged() -> Score:
+    """A judge metric's Score, as JudgeMetric.score makes it: the judge's summary in details, its tokens."""
+    return Score(metric="faithfulness", value=0.5, higher_is_better=True, hallucinated=True, threshold=0.7,
+                 reason="1 of 2 statements supported", record_id="r1",
+                 details={"judge": {"model": "smollm2-135m", "mode": "json_schema", "requests": 2}},
+                 cost=Cost(input_tokens=420, output_tokens=37))
 
 
 @pytest.fixture

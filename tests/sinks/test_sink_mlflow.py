@@ -62,13 +62,15 @@ def test_the_link_provider_reads_only_an_mlflow_the_app_imported(monkeypatch) ->
     assert active_mlflow_trace_id() is None
 
 
-def test_feedback_and_error_land_on_the_trace(record, grounded, failed) -> None:
+def test_feedback_and_error_land_on_the_trace(record, grounded, failed, judged) -> None:
     record.trace_links = answer_question("Where is the Eiffel Tower?")
     trace_id = record.trace_links["mlflow"]
     # emitted at once: the trace may still be in MLflow's async export queue
-    sink_class("mlflow")().emit(record, [grounded, failed])
+    sink_class("mlflow")().emit(record, [grounded, failed, judged])
 
     found = assessments(trace_id)
+    # a judge metric's feedback says an LLM judged it, and which model
+    assert found["faithfulness"]["source"] == {"source_type": "LLM_JUDGE", "source_id": "groundtrace/smollm2-135m"}
     assert without_ids_and_times(found["facts"]) == {
         "assessment_name": "facts",
         "trace_id": trace_id,

@@ -36,18 +36,29 @@ JUDGE = {
 }
 
 
+# a judge metric's Score: an LLM judged it
+JUDGED = {
+    "span_id": "00f067aa0ba902b7",
+    "name": "faithfulness",
+    "annotator_kind": "LLM",
+    "result": {"label": "hallucinated", "score": 0.5, "explanation": "1 of 2 statements supported"},
+    "metadata": {"higher_is_better": True, "hallucinated": True, "threshold": 0.7, "unsupported_spans": [],
+                 "record_id": "r1"},
+}
+
+
 def sink_for(url: str, **options) -> PhoenixSink:
     return PhoenixSink(base_url=url, **options)
 
 
 # ------------------------------------------------------------------------------ wire level
-def test_all_scores_go_in_one_synchronous_request(loopback, record, grounded, failed) -> None:
+def test_all_scores_go_in_one_synchronous_request(loopback, record, grounded, failed, judged) -> None:
     server = loopback(lambda request: ACCEPTED)
-    sink_for(server.url).emit(record, [grounded, failed])
+    sink_for(server.url).emit(record, [grounded, failed, judged])
 
     (request,) = server.requests
     assert (request.method, request.path, request.query) == ("POST", "/v1/span_annotations", {"sync": ["true"]})
-    assert request.json == {"data": [FACTS, JUDGE]}
+    assert request.json == {"data": [FACTS, JUDGE, JUDGED]}  # annotator_kind LLM where a judge model scored
 
 
 def test_settings_come_from_the_environment(loopback, monkeypatch, record, grounded) -> None:
@@ -142,14 +153,15 @@ def export_span(url: str) -> tuple[str, str]:
     return format(context.trace_id, "032x"), format(context.span_id, "016x")
 
 
-def test_annotations_land_on_a_span_exported_to_a_live_phoenix(phoenix_url, record, grounded, failed) -> None:
+def test_annotations_land_on_a_span_exported_to_a_live_phoenix(phoenix_url, record, grounded, failed,
+                                                                judged) -> None:
     pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
     from phoenix.client import Client
 
     record.trace_id, record.span_id = export_span(phoenix_url)
     record.session_id = "chat-42"
     # emitted at once: Phoenix answers 404 until it has ingested the span, and the sink retries
-    sink_for(phoenix_url, backoff_s=0.25, max_attempts=8).emit(record, [grounded, failed])
+    sink_for(phoenix_url, backoff_s=0.25, max_attempts=8).emit(record, [grounded, failed, judged])
 
     found = Client(base_url=phoenix_url).spans.get_span_annotations(span_ids=[record.span_id], project_identifier=PROJECT)
     by_name = {a["name"]: {k: a[k] for k in ("span_id", "name", "annotator_kind", "result", "metadata")} for a in found}
@@ -158,5 +170,6 @@ def test_annotations_land_on_a_span_exported_to_a_live_phoenix(phoenix_url, reco
     conversation = {"session_id": "chat-42"}
     assert by_name == {
         "facts": {**FACTS, "span_id": record.span_id, "metadata": {**FACTS["metadata"], **conversation}},
-        "judge": {**expected_judge, "span_id": record.span_id, "metadata": {**JUDGE["metadata"], **conversation}}}
+        "judge": {**expected_judge, "span_id": record.span_id, "metadata": {**JUDGE["metadata"], **conversation}},
+        "faithfulness": {**JUDGED, "span_id": record.span_id, "metadata": {**JUDGED["metadata"], **conversation}}}
 

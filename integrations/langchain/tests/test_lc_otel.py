@@ -56,7 +56,7 @@ def test_scores_become_children_of_the_applications_request_span(span_exporter):
     [record] = sink.records
     assert (record.trace_id, record.span_id) == (format(request_context.trace_id, "032x"),
                                                  format(request_context.span_id, "016x"))
-    assert spans_named(exporter, "groundtrace.request") == []  # the application's span was used
+    assert spans_named(exporter, "invoke_workflow RunnableSequence") == []  # the application's span was used
 
 
 def test_async_and_batched_runs_keep_the_request_span(span_exporter):
@@ -92,10 +92,11 @@ def test_without_an_application_span_the_adapter_starts_its_own_request_span(glo
     assert handler.monitor.flush(10)
     handler.close()
 
-    [request] = spans_named(exporter, "groundtrace.request")
+    [request] = spans_named(exporter, "invoke_workflow RunnableSequence")  # GenAI's name for a framework's run
     assert request.parent is None and request.status.is_ok
-    assert request.attributes["groundtrace.run_id"] == str(run_id)
-    assert request.attributes["groundtrace.run_name"] == "RunnableSequence"
+    assert dict(request.attributes) == {"openinference.span.kind": "CHAIN", "groundtrace.run_id": str(run_id),
+                                        "gen_ai.operation.name": "invoke_workflow",
+                                        "gen_ai.workflow.name": "RunnableSequence"}
     [evaluation] = spans_named(exporter, "groundtrace.lexical")
     assert_evaluation_span(evaluation, request.context.trace_id, request.context.span_id)
     [record] = sink.records
@@ -115,7 +116,7 @@ def test_the_adapters_request_span_of_a_failed_run_ends_with_error_status(global
     assert handler.monitor.flush(10)
     handler.close()
 
-    [request] = spans_named(exporter, "groundtrace.request")
+    [request] = spans_named(exporter, "invoke_workflow RunnableSequence")
     assert (request.status.is_ok, request.status.description) == (False, "ValueError: model down")
     assert spans_named(exporter, "groundtrace.lexical") == [] and sink.records == []
 
@@ -155,3 +156,36 @@ def test_trace_links_read_at_the_start_win_and_the_end_adds_new_ones(handler, mo
     assert monitor.flush(10)
     assert sink.records[0].trace_links == {"test_tool": "at-start", "test_late": "created-during-the-run"}
     assert sink.records[0].contexts == [BY_ID["en-paris"].page_content]
+
+
+def test_the_event_is_a_log_record_on_the_request_span_naming_the_providers_reply_id(span_exporter):
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+
+    provider, exporter = span_exporter
+    events, logger_provider = InMemoryLogRecordExporter(), LoggerProvider()
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(events))
+    sink = CollectingSink()
+    handler = GroundtraceCallbackHandler(
+        metrics=["lexical"], sinks=[OTelSink(tracer_provider=provider, logger_provider=logger_provider), sink],
+        flush_at_exit=False)
+    # a chat model that answers as OpenAI's does: the provider's id of the reply in its response metadata
+    reply = AIMessage(content=GROUNDED_ANSWER, response_metadata={"id": "chatcmpl-A1b2C3"})
+    llm = GenericFakeChatModel(messages=iter([reply]))
+
+    with provider.get_tracer("app").start_as_current_span("request") as request:
+        assert rag_chain(llm=llm).invoke(QUESTION, config={"callbacks": [handler]}) == GROUNDED_ANSWER
+    assert handler.monitor.flush(10)
+    handler.close()
+
+    [record] = sink.records
+    assert record.metadata["response_id"] == "chatcmpl-A1b2C3"
+    [event] = [finished.log_record for finished in events.get_finished_logs()]
+    context = request.get_span_context()
+    assert (event.event_name, event.trace_id, event.span_id) == ("gen_ai.evaluation.result", context.trace_id,
+                                                                 context.span_id)
+    assert event.attributes["gen_ai.response.id"] == "chatcmpl-A1b2C3"
+    [carrier] = spans_named(exporter, "groundtrace.lexical")
+    assert [link.context.span_id for link in carrier.links] == [context.span_id] and carrier.events == ()

@@ -58,6 +58,7 @@ class ScriptedLLM(CustomLLM):
     streamed token. ``barrier``: every call waits there (all requests in flight at once).
     ``gate``: a stream waits there after its first token (the test decides when it ends).
     ``routes``: a prompt that contains a key is answered with its value (a condense or rerank prompt).
+    ``reply_id``: the provider's id of each reply, in the response's ``raw`` (as OpenAI's LLM puts it).
     """
 
     answer: str = ANSWER
@@ -66,6 +67,7 @@ class ScriptedLLM(CustomLLM):
     fail: str | None = None
     barrier: Any = None
     gate: Any = None
+    reply_id: str | None = None
 
     @property
     def metadata(self) -> LLMMetadata:
@@ -86,7 +88,7 @@ class ScriptedLLM(CustomLLM):
 
     @llm_completion_callback()
     def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        return CompletionResponse(text=self._answer(prompt))
+        return CompletionResponse(text=self._answer(prompt), raw={"id": self.reply_id} if self.reply_id else None)
 
     @llm_completion_callback()
     def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any):

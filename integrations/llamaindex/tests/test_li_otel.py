@@ -1,5 +1,5 @@
 """OpenTelemetry, with the real SDK: scores become EVALUATOR children of the request's span, the
-application's own span when one is current, or else the adapter's "groundtrace.request" span."""
+application's own span when one is current, or else the adapter's "invoke_workflow {root}" span."""
 
 from __future__ import annotations
 
@@ -92,15 +92,16 @@ def test_without_an_application_span_the_adapter_records_its_own_request_span(
 
     [(record, [score])] = sink.rows
     spans = {span.name: span for span in exporter.get_finished_spans()}
-    assert sorted(spans) == ["groundtrace.lexical", "groundtrace.request"]
-    request = spans["groundtrace.request"]
+    assert sorted(spans) == ["groundtrace.lexical", "invoke_workflow RetrieverQueryEngine.query"]
+    request = spans["invoke_workflow RetrieverQueryEngine.query"]
     assert request.parent is None
     assert request.start_time < request.end_time
     assert dict(request.attributes) == {
         "openinference.span.kind": "CHAIN",
         "input.value": QUESTION,
         "output.value": ANSWER,
-        "groundtrace.llamaindex.root": "RetrieverQueryEngine.query",
+        "gen_ai.operation.name": "invoke_workflow",
+        "gen_ai.workflow.name": "RetrieverQueryEngine.query",
     }
     assert (record.trace_id, record.span_id) == hex_ids(request.context)
     assert_evaluation_span(spans["groundtrace.lexical"], request.context, score)
@@ -115,7 +116,7 @@ def test_a_streaming_request_span_lasts_until_the_stream_is_read(index, global_p
     assert otel_monitor.flush(10)
 
     [record] = sink.records
-    request = next(span for span in exporter.get_finished_spans() if span.name == "groundtrace.request")
+    request = next(span for span in exporter.get_finished_spans() if span.name.startswith("invoke_workflow "))
     assert (record.trace_id, record.span_id) == hex_ids(request.context)
     assert request.attributes["output.value"] == ANSWER
 
@@ -151,7 +152,23 @@ def test_an_agents_turn_is_scored_on_the_application_span_or_on_a_request_span_o
     asyncio.run(alone())
     assert otel_monitor.flush(10)
     second = sink.records[1]
-    [own] = [span for span in exporter.get_finished_spans() if span.name == "groundtrace.request"]
+    [own] = [span for span in exporter.get_finished_spans() if span.name == "invoke_workflow FunctionAgent.run"]
     assert (second.trace_id, second.span_id) == hex_ids(own.context)
     assert dict(own.attributes) == {"openinference.span.kind": "CHAIN", "input.value": USER_MSG,
-                                    "output.value": HALLUCINATED, "groundtrace.llamaindex.root": "FunctionAgent.run"}
+                                    "output.value": HALLUCINATED, "gen_ai.operation.name": "invoke_workflow",
+                                    "gen_ai.workflow.name": "FunctionAgent.run"}
+
+
+def test_the_providers_reply_id_reaches_the_evaluation_result(index, global_provider, exporter, otel_monitor, sink):
+    engine = index.as_query_engine(llm=ScriptedLLM(reply_id="chatcmpl-Li42"), similarity_top_k=TOP_K)
+    engine.query(QUESTION)
+    assert otel_monitor.flush(10)
+
+    [record] = sink.records
+    assert record.metadata["response_id"] == "chatcmpl-Li42"
+    [carrier] = [span for span in exporter.get_finished_spans() if span.name == "groundtrace.lexical"]
+    [request] = [span for span in exporter.get_finished_spans() if span.name.startswith("invoke_workflow ")]
+    assert carrier.attributes["gen_ai.response.id"] == "chatcmpl-Li42"
+    assert [link.context.span_id for link in carrier.links] == [request.context.span_id]
+    [event] = carrier.events  # no LoggerProvider here: the event stays on the carrier
+    assert event.attributes["gen_ai.response.id"] == "chatcmpl-Li42"

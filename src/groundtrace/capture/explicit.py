@@ -8,7 +8,7 @@ argument; the answer its return value, or what a generator yields, joined). The 
 ``t.add_contexts(...)`` is given. It submits one Record to the same Monitor as the callbacks (``monitor=``,
 else the process-wide one configured from ``GROUNDTRACE_*``), in the same conversation
 (``groundtrace.session``, or ``session_id=``) and trace (the current OpenTelemetry span, else a
-``groundtrace.request`` span of its own where an SDK is installed). A framework turn that runs inside it and
+``invoke_workflow {name}`` span of its own where an SDK is installed). A framework turn that runs inside it and
 makes its own Record is that Record: the block makes none of its own unless contexts were given to it
 directly.
 
@@ -153,8 +153,8 @@ class TurnScope:
             if self._ids is None:
                 from groundtrace.capture.kit import start_request_span
 
-                self._span = start_request_span(TRACER_NAME, {"openinference.span.kind": "CHAIN",
-                                                              "groundtrace.turn": self.name or ""})
+                self._span = start_request_span(TRACER_NAME, {"openinference.span.kind": "CHAIN"},
+                                                workflow=self.name or "groundtrace.turn")
                 self._ids = otel_ids(self._span) if self._span is not None else None
             self._links = current_links()
         except Exception:

@@ -9,7 +9,7 @@
 - :func:`prepare_shared_capture`: for a handler that builds the shared Monitor lazily, the
   trace-link lookups its sinks need, registered before the first request is read.
 - Request spans: :func:`start_request_span` / :func:`end_request_span`, the adapter's own
-  ``groundtrace.request`` span when the application has no span current but has installed a real
+  ``invoke_workflow {name}`` span when the application has no span current but has installed a real
   OpenTelemetry SDK. Nothing here imports OpenTelemetry unless the application already has.
 
 Sampling and exclusion are not here: the Monitor decides both (``Monitor.submit``, ``Monitor.excludes``).
@@ -28,7 +28,8 @@ from groundtrace.redaction import get_logger, redact
 
 log = get_logger("groundtrace.capture")
 
-REQUEST_SPAN_NAME = "groundtrace.request"
+# the request span, as the GenAI conventions (v1.41) name a framework's run: "invoke_workflow {gen_ai.workflow.name}"
+WORKFLOW_OPERATION = "invoke_workflow"
 
 # who closes an instrumentor's Monitor: the caller (passed monitor=), us (built from options), or
 # the last integration that lets go of the process-wide shared one
@@ -207,8 +208,9 @@ def _sdk_tracer(trace: Any, tracer_name: str) -> Any:
 
 
 def start_request_span(tracer_name: str, attributes: Mapping[str, Any] | Callable[[], Mapping[str, Any]], *,
-                       start_time: int | None = None, new_trace: bool = False) -> Any:
-    """A started ``groundtrace.request`` span (INTERNAL) from the global SDK tracer, or None when
+                       workflow: str | None = None, start_time: int | None = None, new_trace: bool = False) -> Any:
+    """A started ``invoke_workflow {workflow}`` span (INTERNAL, ``gen_ai.operation.name`` and
+    ``gen_ai.workflow.name`` set; ``invoke_workflow`` alone without a name) from the global SDK tracer, or None when
     OpenTelemetry is not loaded or no real TracerProvider is installed. The caller ends it with
     :func:`end_request_span`. It is never made current: a request's start and end may run in
     different contexts. ``new_trace``: the root of a trace of its own, whatever is current.
@@ -226,8 +228,15 @@ def start_request_span(tracer_name: str, attributes: Mapping[str, Any] | Callabl
         extra["start_time"] = start_time
     if new_trace:
         extra["context"] = sys.modules["opentelemetry.context"].Context()
-    made = attributes() if callable(attributes) else attributes
-    return tracer.start_span(REQUEST_SPAN_NAME, kind=trace.SpanKind.INTERNAL, attributes=dict(made), **extra)
+    made = dict(attributes() if callable(attributes) else attributes)
+    made["gen_ai.operation.name"] = WORKFLOW_OPERATION
+    if workflow:
+        made["gen_ai.workflow.name"] = workflow
+    return tracer.start_span(request_span_name(workflow), kind=trace.SpanKind.INTERNAL, attributes=made, **extra)
+
+
+def request_span_name(workflow: str | None) -> str:
+    return f"{WORKFLOW_OPERATION} {workflow}" if workflow else WORKFLOW_OPERATION
 
 
 def end_request_span(span: Any, error: BaseException | None = None, *, end_time: int | None = None) -> None:

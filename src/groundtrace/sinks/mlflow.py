@@ -13,8 +13,9 @@ MLflow trace at root start and sees it at root end. ``mlflow.get_last_active_tra
 not used: it is set only after the trace ends, and it is process-wide, so under concurrency it
 could name another request's trace.
 
-Delivery: ``mlflow.log_feedback(trace_id, name=metric, value, rationale=reason,
-source=CODE/groundtrace, metadata)``, to wherever the application's MLflow writes
+Delivery: ``mlflow.log_feedback(trace_id, name=metric, value, rationale=reason, source, metadata)``
+(the source ``CODE`` / ``groundtrace`` for the offline metrics, ``LLM_JUDGE`` / ``groundtrace/<judge
+model>`` for the judge metrics), to wherever the application's MLflow writes
 (``MLFLOW_TRACKING_URI`` or ``mlflow.set_tracking_uri``): an assessment must go to the store that
 holds the trace, so there is deliberately no separate URI here. Traces are exported
 asynchronously, so a trace that is not found yet triggers ``mlflow.flush_trace_async_logging()``
@@ -41,6 +42,7 @@ from groundtrace.record import Record
 from groundtrace.redaction import get_logger
 from groundtrace.score import Score
 from groundtrace.sinks import Sink, retry_with_backoff, score_label, spans_summary
+from groundtrace.sinks.results import LLM, annotator_kind, judge_model
 
 log = get_logger("groundtrace.sinks.mlflow")
 
@@ -56,6 +58,24 @@ def active_mlflow_trace_id() -> str | None:
     get_active = getattr(mlflow, "get_active_trace_id", None)
     return get_active() if get_active is not None else None
 
+
+
+def feedback_source(score: Score) -> Any:
+    """Who judged: MLflow's LLM_JUDGE, named ``groundtrace/<judge model>``, for a judge metric's Score; CODE,
+    ``groundtrace``, for the offline metrics."""
+    from mlflow.entities import AssessmentSource
+
+    if annotator_kind(score) == LLM:
+        model = judge_model(score)
+        return AssessmentSource(source_type="LLM_JUDGE", source_id=f"{SOURCE_ID}/{model}" if model else SOURCE_ID)
+    return AssessmentSource(source_type="CODE", source_id=SOURCE_ID)
+
+
+def written_by_groundtrace(source: Any) -> bool:
+    """Whether an assessment's source is one :func:`feedback_source` makes."""
+    source_id = str(getattr(source, "source_id", None) or "")
+    return (getattr(source, "source_type", None) in ("CODE", "LLM_JUDGE")
+            and (source_id == SOURCE_ID or source_id.startswith(SOURCE_ID + "/")))
 
 
 def feedback_metadata(score: Score, session_id: str | None = None) -> dict[str, str]:
@@ -106,13 +126,12 @@ class MLflowSink(Sink):
     def __init__(self, *, timeout_s: float = 30.0, max_attempts: int = 4, backoff_s: float = 0.5) -> None:
         try:
             import mlflow
-            from mlflow.entities import AssessmentError, AssessmentSource
+            from mlflow.entities import AssessmentError
             from mlflow.exceptions import MlflowException
         except ImportError as error:
             raise missing_extra("mlflow", "the MLflow sink", error) from None
         self._mlflow = mlflow
         self._error_type = AssessmentError
-        self._source = AssessmentSource(source_type="CODE", source_id=SOURCE_ID)
         self._mlflow_exception = MlflowException
         self.timeout_s = timeout_s
         self.max_attempts = max(1, max_attempts)
@@ -155,5 +174,5 @@ class MLflowSink(Sink):
             message = score.error or "the metric returned no value"
             outcome = {"error": self._error_type(error_code=ERROR_CODE, error_message=message),
                        "rationale": score.reason or None}
-        self._mlflow.log_feedback(trace_id=trace_id, name=score.metric, source=self._source,
+        self._mlflow.log_feedback(trace_id=trace_id, name=score.metric, source=feedback_source(score),
                                   metadata=feedback_metadata(score, session_id), **outcome)

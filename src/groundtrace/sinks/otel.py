@@ -1,13 +1,19 @@
-"""OpenTelemetry sink: one EVALUATOR span per Score, a child of the request's root span.
+"""OpenTelemetry sink: each Score as a ``gen_ai.evaluation.result`` event and an EVALUATOR carrier span.
 
-Attributes follow OpenInference (``openinference.span.kind = EVALUATOR``, ``output.value``) and
-the OpenTelemetry GenAI conventions: the span carries ``gen_ai.evaluation.*`` attributes and a
-``gen_ai.evaluation.result`` event with the name, score value, label and explanation.
+- The event (OpenTelemetry GenAI conventions): a log record emitted through OpenTelemetry's logs API in
+  the span context of the span it evaluates (the request span the Record points at), so that a backend
+  shows it on that span. Where the process has no LoggerProvider it is a span event on the carrier
+  instead: the only path a traces-only setup can see.
+- The carrier span (OpenInference's annotation spec for results that come after the fact): an EVALUATOR
+  span with exactly one link to the evaluated span, ``evaluations.0.evaluation.*`` with the kind of judge
+  (``LLM`` or ``CODE``), and the ``gen_ai.evaluation.*`` attributes. It is a child of the evaluated span,
+  so that trace views show it there; the link, not the parentage, names the target.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -17,21 +23,10 @@ from groundtrace.record import Record
 from groundtrace.redaction import RateLimitedWarning, get_logger
 from groundtrace.score import Score
 from groundtrace.sinks import Sink, score_label, spans_summary
+from groundtrace.sinks.results import genai_attributes, openinference_attributes, response_id
 
 log = get_logger("groundtrace.sinks.otel")
-
-
-def evaluation_attributes(score: Score) -> dict[str, Any]:
-    attributes: dict[str, Any] = {
-        "gen_ai.evaluation.name": score.metric,
-        "gen_ai.evaluation.score.label": score_label(score),
-        "gen_ai.evaluation.explanation": score.reason,
-    }
-    if score.value is not None:
-        attributes["gen_ai.evaluation.score.value"] = score.value
-    if score.error is not None:
-        attributes["error.type"] = "groundtrace.metric_error"
-    return attributes
+EVENT_NAME = "gen_ai.evaluation.result"
 
 
 def otlp_provider(endpoint: str, on_undelivered: Callable[[int], None] | None = None) -> Any:
@@ -77,13 +72,17 @@ _undelivered = RateLimitedWarning(log, "the otel sink's spans were not delivered
 class OTelSink(Sink):
     name = "otel"
 
-    def __init__(self, tracer_provider: Any = None, *, owns_provider: bool = False) -> None:
+    def __init__(self, tracer_provider: Any = None, *, owns_provider: bool = False,
+                 logger_provider: Any = None) -> None:
+        """``tracer_provider`` / ``logger_provider``: where the carrier spans and the events go; by default
+        the process's (resolved per record)."""
         try:
             from opentelemetry import trace
         except ImportError as error:
             raise missing_extra("otel", "the OpenTelemetry sink", error) from None
         self._trace = trace
         self._provider = tracer_provider
+        self._logger_provider = logger_provider
         self._owns_provider = owns_provider
         self._provider_seen = tracer_provider is not None  # once a real provider is seen, no more checks
         self._warned = False
@@ -148,27 +147,42 @@ class OTelSink(Sink):
         provider = self._provider or self._trace.get_tracer_provider()
         return provider.get_tracer("groundtrace")
 
+    def _event_logger(self) -> Any:
+        """A logger of the given or the process's LoggerProvider; None where there is none (the no-op or
+        proxy provider of the API alone). Resolved per record: the application may install it late."""
+        provider = self._logger_provider
+        if provider is None:
+            logs = sys.modules.get("opentelemetry._logs")
+            if logs is None:
+                return None
+            provider = logs.get_logger_provider()
+        if type(provider).__name__ in ("NoOpLoggerProvider", "ProxyLoggerProvider"):
+            return None
+        return provider.get_logger("groundtrace")
+
     def emit(self, record: Record, scores: list[Score]) -> None:
-        from opentelemetry.trace import NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
+        from opentelemetry.trace import Link, NonRecordingSpan, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
         if not self._recording():
             return
         if not record.trace_id or not record.span_id:
             log.debug("record %s has no trace/span id: nothing to attach the scores to", record.id)
             return
-        parent = SpanContext(
+        evaluated = SpanContext(
             trace_id=int(record.trace_id, 16), span_id=int(record.span_id, 16), is_remote=True,
             trace_flags=TraceFlags(TraceFlags.SAMPLED),
         )
-        context = self._trace.set_span_in_context(NonRecordingSpan(parent))
-        tracer = self._tracer
+        context = self._trace.set_span_in_context(NonRecordingSpan(evaluated))
+        tracer, events = self._tracer, self._event_logger()
+        reply_id = response_id(record)
         for score in scores:
-            attributes = evaluation_attributes(score)
+            event = genai_attributes(score, reply_id)
             span_attributes = {
                 "openinference.span.kind": "EVALUATOR",
-                **attributes,
-                "output.value": json.dumps({"score": score.value, "label": score_label(score), "explanation": score.reason},
-                                           ensure_ascii=False),
+                **event,
+                **openinference_attributes(score),
+                "output.value": json.dumps({"score": score.value, "label": score_label(score),
+                                            "explanation": score.reason or score.error}, ensure_ascii=False),
                 "output.mime_type": "application/json",
                 "groundtrace.metric": score.metric,
                 "groundtrace.higher_is_better": score.higher_is_better,
@@ -183,8 +197,11 @@ class OTelSink(Sink):
                 # both names viewers group conversations by: GenAI's and OpenInference's (Phoenix)
                 span_attributes["gen_ai.conversation.id"] = span_attributes["session.id"] = record.session_id
             span = tracer.start_span(f"groundtrace.{score.metric}", context=context, kind=SpanKind.INTERNAL,
-                                     attributes=span_attributes)
-            span.add_event("gen_ai.evaluation.result", attributes=attributes)
+                                     attributes=span_attributes, links=[Link(evaluated)])
+            if events is not None:  # the event where the conventions put it: a log record on the evaluated span
+                events.emit(event_name=EVENT_NAME, context=context, attributes=event)
+            else:
+                span.add_event(EVENT_NAME, attributes=event)
             if score.error is not None:
                 span.set_status(Status(StatusCode.ERROR, score.error[:200]))
             span.end()

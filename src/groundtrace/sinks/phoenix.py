@@ -1,6 +1,6 @@
 """Phoenix sink: one span annotation per Score on the request's root span (``record.span_id``).
 
-Each annotation: name = metric, annotator_kind CODE, result = {label, score, explanation};
+Each annotation: name = metric, annotator_kind LLM for the judge metrics and CODE for the offline ones, result = {label, score, explanation};
 direction, verdict, threshold and the unsupported spans go in its metadata. An error Score is
 annotated with label 'error', no score, and the error as explanation. The conversation of the turn
 goes in the metadata as ``session_id`` (an annotation has no field for it; Phoenix's sessions come
@@ -25,6 +25,7 @@ from groundtrace.record import Record
 from groundtrace.redaction import get_logger, register_secrets
 from groundtrace.score import Score
 from groundtrace.sinks import Sink, retry_with_backoff, score_label, spans_summary
+from groundtrace.sinks.results import annotator_kind
 
 log = get_logger("groundtrace.sinks.phoenix")
 
@@ -65,7 +66,7 @@ def span_annotation(span_id: str, score: Score, session_id: str | None = None) -
         "record_id": score.record_id,
         "session_id": session_id,
     }
-    return {"span_id": span_id, "name": score.metric, "annotator_kind": "CODE", "result": result,
+    return {"span_id": span_id, "name": score.metric, "annotator_kind": annotator_kind(score), "result": result,
             "metadata": {key: value for key, value in metadata.items() if value is not None}}
 
 

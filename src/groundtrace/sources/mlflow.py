@@ -29,7 +29,7 @@ from typing import Any
 
 from groundtrace._extras import missing_extra
 from groundtrace.record import Record
-from groundtrace.sinks.mlflow import LINK, SOURCE_ID
+from groundtrace.sinks.mlflow import LINK, written_by_groundtrace
 from groundtrace.sources import Source, SourceError, SourceFilter
 from groundtrace.sources.platforms import metadata_session, retrieved, scored_views, span_kind, unreachable
 from groundtrace.sources.spans import SpanView, decode, records_from_traces
@@ -97,7 +97,7 @@ def trace_views(trace: Any, match: str = "tags") -> tuple[list[SpanView], str | 
         session = metadata.get(SESSION_KEY) or tags.get(SESSION_KEY)
         root.session_id = str(session) if session else metadata_session(root.metadata)
     scored = [a.name for a in info.assessments or []
-              if a.source is not None and a.source.source_type == "CODE" and a.source.source_id == SOURCE_ID]
+              if written_by_groundtrace(a.source)]
     views += scored_views(info.trace_id, root.span_id if root else None, scored)
     otel_id = _otel_trace_id(spans[0]) if spans else None
     return views, otel_id

@@ -47,7 +47,7 @@ SINK_METADATA_KEYS = frozenset({"higher_is_better", "unsupported_spans"})
 def is_groundtrace_annotation(annotation: Mapping[str, Any]) -> bool:
     """Whether a span annotation is one groundtrace's Phoenix sink wrote (its name is a metric)."""
     metadata = annotation.get("metadata")
-    return (annotation.get("annotator_kind") == "CODE" and isinstance(metadata, Mapping)
+    return (annotation.get("annotator_kind") in ("CODE", "LLM") and isinstance(metadata, Mapping)
             and SINK_METADATA_KEYS <= metadata.keys())
 
 

@@ -124,6 +124,20 @@ def generation_text(response: LLMResult | None) -> str | None:
     return response.generations[0][0].text
 
 
+def response_id(response: LLMResult | None) -> str | None:
+    """The id the model's provider gave this reply (OpenAI's "chatcmpl-..."), for ``gen_ai.response.id``:
+    the message's response metadata, the call's llm_output, or the message id unless LangChain made it up
+    (``run-...`` / ``lc_run--...``)."""
+    if response is None or not response.generations or not response.generations[0]:
+        return None
+    message = getattr(response.generations[0][0], "message", None)
+    metadata = getattr(message, "response_metadata", None) or {}
+    found = metadata.get("id") or (response.llm_output or {}).get("id")
+    if not found and isinstance(message, AIMessage) and message.id and not message.id.startswith(("run-", "lc_run-")):
+        found = message.id
+    return found if isinstance(found, str) and found else None
+
+
 def requested_tool_calls(response: LLMResult | None) -> list[str]:
     """The ids of the tool calls a model call asked for (its first generation's message)."""
     if response is None or not response.generations or not response.generations[0]:

@@ -335,15 +335,15 @@ def _request_ids(run_id: UUID, run_name: str | None) -> tuple[tuple[str, str] | 
     """(trace id, span id) for a root run starting now, and the span the adapter started, if any.
 
     The current span (the application's, or OpenInference's) is used when there is one; else, with
-    an SDK installed, a new ``groundtrace.request`` span, ended when the root ends."""
+    an SDK installed, a new ``invoke_workflow {run name}`` span, ended when the root ends."""
     trace = sys.modules.get("opentelemetry.trace")  # OpenTelemetry is not imported here unless the app has
     if trace is None:
         return None, None
     ids = otel_ids(trace.get_current_span())
     if ids is not None:
         return ids, None
-    span = start_request_span(TRACER_NAME, lambda: {"openinference.span.kind": "CHAIN", "groundtrace.run_id": str(run_id),
-                                                    "groundtrace.run_name": run_name or ""})
+    span = start_request_span(TRACER_NAME, lambda: {"openinference.span.kind": "CHAIN", "groundtrace.run_id": str(run_id)},
+                              workflow=run_name)
     return (otel_ids(span), span) if span is not None else (None, None)
 
 

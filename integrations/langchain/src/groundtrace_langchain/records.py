@@ -47,6 +47,7 @@ from groundtrace_langchain.extract import (
     call_input_text,
     document_summary,
     generation_text,
+    response_id,
     is_error,
     question_from_input,
     replies_read,
@@ -418,6 +419,8 @@ class TurnEnd(PendingRecord):
             order.setdefault(message.tool_call_id, len(order))
         found = _candidates(root, _history(read, root), order, tools)
         metadata = _root_metadata(root)
+        if call is not None and (reply_id := response_id(call.output)) is not None:
+            metadata["response_id"] = reply_id  # the provider's id of the evaluated reply (gen_ai.response.id)
         calls = reading.read if reading is not None else ()
         if found.retrieved or any(p.kind == DOCUMENT or p.error or tools.allows(p.name) for p in found.passages):
             selection = select_contexts(found.passages, model_input, tools, calls)

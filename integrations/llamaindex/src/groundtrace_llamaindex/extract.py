@@ -167,6 +167,14 @@ def llm_output_text(response: Any) -> str | None:
     return None
 
 
+def response_id(response: Any) -> str | None:
+    """The id the model's provider gave a reply (OpenAI's "chatcmpl-..."), for ``gen_ai.response.id``: read
+    from the ChatResponse's or CompletionResponse's ``raw`` (the provider's response object or dict)."""
+    raw = getattr(response, "raw", None)
+    found = raw.get("id") if isinstance(raw, Mapping) else getattr(raw, "id", None)
+    return found if isinstance(found, str) and found else None
+
+
 def model_input_text(value: Any) -> str | None:
     """A model call's input as text: a completion's prompt, or a chat's messages, one per line."""
     if isinstance(value, str):

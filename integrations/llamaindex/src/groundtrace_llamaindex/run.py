@@ -25,6 +25,8 @@ from groundtrace_llamaindex.exclusion import is_excluded
 from groundtrace_llamaindex.extract import (
     input_text,
     last_user_message,
+    llm_output_text,
+    response_id,
     root_session_id,
     source_nodes,
     start_event_question,
@@ -268,15 +270,14 @@ class RootRun:
 
 def request_span(root_name: str, question: str | None, answer: str | None, start_ns: int,
                  end_ns: int) -> tuple[str, str] | None:
-    """Record a finished ``groundtrace.request`` span, the root of a trace of its own, with the
+    """Record a finished ``invoke_workflow {root}`` span, the root of a trace of its own, with the
     request's own start and end times; its ids, or None without a real TracerProvider.
 
     It is written once the request has ended: a request that fails or is never read to the end
     leaves no empty span behind."""
-    attributes = {"openinference.span.kind": "CHAIN", "input.value": question, "output.value": answer,
-                  "groundtrace.llamaindex.root": root_name}
+    attributes = {"openinference.span.kind": "CHAIN", "input.value": question, "output.value": answer}
     span = start_request_span(TRACER_NAME, {k: v for k, v in attributes.items() if v is not None},
-                              start_time=start_ns, new_trace=True)
+                              workflow=root_name, start_time=start_ns, new_trace=True)
     if span is None:
         return None
     end_request_span(span, end_time=end_ns)
@@ -357,6 +358,9 @@ class TurnEnd(PendingRecord):
         contexts, metadata = chosen
         if run.excluded:
             metadata["groundtrace_exclude"] = True
+        call = run.turn.answer_call(self.answer, llm_output_text)
+        if call is not None and (reply_id := response_id(call.output)) is not None:
+            metadata["response_id"] = reply_id  # the provider's id of the evaluated reply (gen_ai.response.id)
         question, answer, contexts, cut = bounded(self.question, self.answer, contexts, metadata.pop(CHARS, None))
         if cut is not None:  # what was cut to the bounds a Record keeps, said on it
             metadata["truncated"] = cut
