@@ -69,9 +69,9 @@ def framework_imports(root: Path) -> list[str]:
 
 # What each part of the core may import of groundtrace (the first name after "groundtrace."). The
 # redaction step sits under everything (every text groundtrace composes passes it) and imports nothing
-# of it; the data types, config.py and trace_context.py sit just above, importing nothing else.
+# of it; so do the public errors (groundtrace.errors: every layer raises them); the data types, config.py and trace_context.py sit just above, importing nothing else.
 # privacy.py (the mask, text-free delivery) reads Records and Scores, like the sinks that use it.
-BOTTOM = {"redaction"}
+BOTTOM = {"redaction", "errors"}
 MAY_IMPORT = {part: allowed | BOTTOM for part, allowed in {
     "text": {"text"},
     "detector": {"detector", "text"},
@@ -95,6 +95,7 @@ MAY_IMPORT = {part: allowed | BOTTOM for part, allowed in {
     "record.py": set(), "score.py": {"record"}, "config.py": set(), "trace_context.py": set(), "_extras.py": set(),
 }.items()}
 MAY_IMPORT["redaction.py"] = set()
+MAY_IMPORT["errors.py"] = set()
 PUBLIC_METRICS = {"groundtrace.metrics", "groundtrace.metrics.judged"}
 
 
@@ -203,6 +204,7 @@ def test_the_walk_sees_each_kind_of_import(tmp_path: Path, line: str) -> None:
     ("cli/__init__.py", "from groundtrace.testing.llama_server import LlamaServer", "test support"),
     ("metrics/judged/x.py", "from ...sinks import Sink", "below metrics"),
     ("redaction.py", "from groundtrace.record import Record", "below redaction.py"),
+    ("errors.py", "from groundtrace.config import Settings", "below errors.py"),
 ])
 def test_the_layer_walk_sees_each_kind_of_upward_import(tmp_path: Path, where: str, line: str, broken: str) -> None:
     package = tmp_path / "groundtrace"

@@ -2,7 +2,9 @@
 
 from typing import TYPE_CHECKING
 
+from groundtrace.backends.verdict import VerdictFileError
 from groundtrace.engine import Evaluator, evaluate
+from groundtrace.errors import ConfigError, GroundtraceError, MissingExtraError, ModelUnavailableError
 from groundtrace.frame import score_frame
 from groundtrace.metrics import Metric, get_metric, metric_names, register_metric
 from groundtrace.record import Record
@@ -17,14 +19,19 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "ConfigError",
     "Cost",
     "Evaluator",
+    "GroundtraceError",
     "Metric",
+    "MissingExtraError",
+    "ModelUnavailableError",
     "Monitor",
     "Record",
     "Score",
     "ScoredRecord",
     "Span",
+    "VerdictFileError",
     "current_session",
     "evaluate",
     "get_metric",

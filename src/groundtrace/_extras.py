@@ -1,30 +1,24 @@
-"""One clear error for a missing optional dependency, naming the extra that installs it (used by
-backends, sinks and sources alike, so none of them imports another layer just for this)."""
+"""One clear error for a missing optional dependency, naming the extra that installs it (used by backends,
+sinks and sources alike, so none of them imports another layer just for this).
+
+The errors themselves are public in groundtrace.errors; they are named here too, where the code of the house
+and older user code import them from."""
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
 
-class MissingExtraError(ImportError):
-    """An optional dependency is not installed; the message names the extra that provides it."""
-
-
-def missing_extra(extra: str, what: str, error: ImportError) -> MissingExtraError:
-    return MissingExtraError(
-        f"{what} needs optional dependencies that are not installed ({error.name or error}): "
-        f"pip install 'groundtrace[{extra}]' (in a clone of the repository: pip install -e './groundtrace[{extra}]')"
-    )
+from groundtrace.errors import HubUnreachableError, MissingExtraError, ModelUnavailableError, missing_extra
 
 
-class ModelUnavailableError(RuntimeError):
-    """A model a metric needs cannot be had (not on disk, not in the Hugging Face cache and not downloadable,
-    or broken); the message names the model and says how to get it. Permanent for the process: the metric
-    cannot load until the user changes a setting, so retrying (the next record, the next batch) is no use."""
+def require_extra(extra: str, what: str, module: str) -> ModuleType:
+    """``module`` imported, or the MissingExtraError naming ``extra``: a command checks its extra with this
+    before any work, not after an hour of scoring."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        raise missing_extra(extra, what, error) from None
 
-    #: read by whoever might retry (the Monitor): False, a setting must change first
-    retryable = False
 
-
-class HubUnreachableError(ModelUnavailableError):
-    """The model is not on this machine and the Hugging Face Hub cannot be reached to fetch it (no network, a
-    refused or timed-out connection, the Hub answering 5xx): the network, not the model, is named, with the
-    fixes that need no network (HF_HUB_OFFLINE=1 and the local cache, or a folder)."""
+__all__ = ["HubUnreachableError", "MissingExtraError", "ModelUnavailableError", "missing_extra", "require_extra"]

@@ -58,6 +58,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from groundtrace.errors import ConfigError
 from groundtrace.redaction import register_secrets
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -153,7 +154,7 @@ def _cpu_budget(env: Mapping[str, str]) -> float | None:
     except ValueError:
         share = float("nan")
     if not 0 < share < float("inf"):  # 0 is no budget but no scoring at all: that is GROUNDTRACE_SAMPLE_RATE=0
-        raise ValueError(f"GROUNDTRACE_CPU_BUDGET={raw!r} is not a share of one core above 0 (e.g. 0.25)")
+        raise ConfigError(f"GROUNDTRACE_CPU_BUDGET={raw!r} is not a share of one core above 0 (e.g. 0.25)")
     return share
 
 
@@ -181,18 +182,18 @@ def _otlp_metrics_endpoint(env: Mapping[str, str]) -> str | None:
 
 
 def check_telemetry(spec: str) -> str:
-    """``spec`` if it names a telemetry target (see groundtrace.telemetry), else a ValueError that says which do."""
+    """``spec`` if it names a telemetry target (see groundtrace.telemetry), else a ConfigError (a ValueError) that says which do."""
     head, _, address = spec.partition(":")
     if spec in ("auto", "otlp", "none") or head == "prometheus" and (not address or address.rpartition(":")[2].isdigit()):
         return spec
-    raise ValueError(f"telemetry {spec!r} is not one of auto, otlp, none, prometheus, prometheus:PORT, "
+    raise ConfigError(f"telemetry {spec!r} is not one of auto, otlp, none, prometheus, prometheus:PORT, "
                      "prometheus:HOST:PORT")
 
 
 def _prometheus_port(env: Mapping[str, str]) -> int:
     raw = _text(env, "OTEL_EXPORTER_PROMETHEUS_PORT") or "9464"
     if not raw.isdigit():
-        raise ValueError(f"OTEL_EXPORTER_PROMETHEUS_PORT={raw!r} is not a port number")
+        raise ConfigError(f"OTEL_EXPORTER_PROMETHEUS_PORT={raw!r} is not a port number")
     return int(raw)
 
 
@@ -271,17 +272,17 @@ class Settings:
             try:
                 return kind(raw)
             except ValueError:
-                raise ValueError(f"{name}={raw!r} is not a valid {kind.__name__}") from None
+                raise ConfigError(f"{name}={raw!r} is not a valid {kind.__name__}") from None
 
         options = env.get("GROUNDTRACE_OPTIONS")
         try:
             parsed_options = json.loads(options) if options else {}
         except json.JSONDecodeError as error:
-            raise ValueError(f"GROUNDTRACE_OPTIONS is not valid JSON: {error}") from None
+            raise ConfigError(f"GROUNDTRACE_OPTIONS is not valid JSON: {error}") from None
         enabled = parse_flag(env.get("GROUNDTRACE_ENABLED"))
         capture_text = parse_flag(env.get("GROUNDTRACE_CAPTURE_TEXT"))
         if capture_text is None and _text(env, "GROUNDTRACE_CAPTURE_TEXT"):  # a typo must not send the text
-            raise ValueError(f"GROUNDTRACE_CAPTURE_TEXT={env['GROUNDTRACE_CAPTURE_TEXT']!r} is not a flag: use true or false")
+            raise ConfigError(f"GROUNDTRACE_CAPTURE_TEXT={env['GROUNDTRACE_CAPTURE_TEXT']!r} is not a flag: use true or false")
         judge = JudgeSettings.from_env(env)
         return cls(
             enabled=enabled is True,

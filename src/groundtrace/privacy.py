@@ -19,6 +19,7 @@ import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from groundtrace.errors import ConfigError
 from groundtrace.record import InvalidInput, InvalidRecord, Record, clean_text, coerce_record
 from groundtrace.score import Score
 
@@ -40,15 +41,15 @@ def load_mask(spec: str | Mask | None) -> Mask | None:
         return spec
     module, _, attribute = str(spec).strip().partition(":")
     if not module or not attribute:
-        raise ValueError(f"a mask is named as module:function (GROUNDTRACE_MASK), got {spec!r}")
+        raise ConfigError(f"a mask is named as module:function (GROUNDTRACE_MASK), got {spec!r}")
     try:
         found: Any = importlib.import_module(module)
         for part in attribute.split("."):
             found = getattr(found, part)
     except (ImportError, AttributeError) as error:
-        raise ValueError(f"the mask {spec!r} cannot be loaded: {error}") from None
+        raise ConfigError(f"the mask {spec!r} cannot be loaded: {error}") from None
     if not callable(found):
-        raise ValueError(f"the mask {spec!r} is a {type(found).__name__}, not a function")
+        raise ConfigError(f"the mask {spec!r} is a {type(found).__name__}, not a function")
     return found
 
 

@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from groundtrace.errors import GroundtraceError
+
 FORMAT = "groundtrace-verdict/1"
 _EDGE = 1e-4  # a value of exactly 0 or 1 has infinite log-odds: clipped, as any calibrated model does
 
@@ -31,7 +33,7 @@ def sigmoid(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
 
-class VerdictFileError(ValueError):
+class VerdictFileError(GroundtraceError, ValueError):
     """A verdict file that cannot be used: says which file and what is wrong."""
 
 
