@@ -9,10 +9,12 @@ commands of other distributions. Its names are the command line's public ones (`
 from __future__ import annotations
 
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
+
+from groundtrace import __version__
 
 from groundtrace.cli.bench import bench_command
 from groundtrace.cli.common import (
@@ -88,6 +90,23 @@ app = typer.Typer(
     help="Hallucination and grounding scores for RAG answers.",
     pretty_exceptions_show_locals=False,
 )
+
+
+def show_version(value: bool) -> None:
+    """--version: the version on stdout, exit 0, before any command is looked for (an eager option)."""
+    if value:
+        print(f"groundtrace {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[bool, typer.Option("--version", callback=show_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    pass
+
+
 app.command("metrics")(metrics_command)
 app.command("score")(score_command)
 app.command("bench")(bench_command)
