@@ -18,7 +18,7 @@ setup: $(BIN)/python
 # scikit-learn, openai, tqdm) the extras above bring.
 setup-test: $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[test,docs,lint,minilm,openai,otel,prometheus,sinks-test,sources-test,ray,parquet,transformers]' \
+	$(BIN)/pip install -q -e '.[test,docs,lint,minilm,openai,otel,prometheus,review,sinks-test,sources-test,ray,parquet,transformers]' \
 		-e 'integrations/langchain[test]' -e 'integrations/llamaindex[test]' -e 'integrations/demo[test]'
 	$(BIN)/pip install -q --no-deps lettucedetect==0.2.3
 
@@ -42,9 +42,10 @@ lint: setup-test
 	$(BIN)/mypy
 
 test: setup-test lint
-	# headless Chromium renders the HTML report in tests/report (they skip, saying so, where apt cannot run)
-	command -v chromium >/dev/null || (apt-get update -q && DEBIAN_FRONTEND=noninteractive \
-		apt-get install -y -q chromium fonts-noto-cjk) || true
+	# headless Chromium renders the HTML report in tests/report, and chromedriver lets Selenium drive the review
+	# app in tests/review (they skip, saying so, where apt cannot run)
+	command -v chromium >/dev/null && command -v chromedriver >/dev/null || (apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver fonts-noto-cjk) || true
 	# Debian's prometheus and promtool: the alert rules are checked, and a real server scrapes a real app, in
 	# tests/telemetry and integrations/langchain/tests (they skip, saying so, where apt cannot run)
 	command -v prometheus >/dev/null || (apt-get update -q && DEBIAN_FRONTEND=noninteractive \

@@ -36,6 +36,7 @@ from groundtrace.cli.demo import DEMO_METRICS, PROVIDED_BY, DemoOutputOption, ex
 from groundtrace.cli.fit import fit_command
 from groundtrace.cli.metrics import metrics_command
 from groundtrace.cli.report import report_command
+from groundtrace.cli.review import review_command
 from groundtrace.cli.score import (
     close_sinks,
     command_line_sinks,
@@ -114,6 +115,7 @@ app.command("fit")(fit_command)
 app.command("synth-hallucinations")(synth_command)
 app.command("report")(report_command)
 app.command("watch")(watch_command)
+app.command("review")(review_command)
 
 
 def main() -> None:
@@ -151,6 +153,7 @@ __all__ = [
     "parse_where",
     "placeholders",
     "plugin_commands",
+    "review_command",
     "records_table",
     "report_command",
     "score_command",

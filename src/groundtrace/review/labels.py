@@ -18,12 +18,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from groundtrace.errors import GroundtraceError
+
 SUPPORTED, UNSUPPORTED, SKIP = "supported", "unsupported", "skip"
 CHOICES = (SUPPORTED, UNSUPPORTED, SKIP)
 MAX_NOTE = 2000  # characters of a note kept
 
 
-class LabelsFileError(ValueError):
+class LabelsFileError(GroundtraceError, ValueError):
     """A labels file that cannot be read as one (not JSON lines of decisions)."""
 
 

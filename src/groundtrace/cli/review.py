@@ -1,0 +1,85 @@
+"""`groundtrace review`: review and label scored answers in a local web app (groundtrace.review)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from groundtrace.cli.common import NO_RECORDS_WHY, console, shown
+
+
+def labels_path_for(scores: Path) -> Path:
+    """The labels file beside a scores file: answers.scores.jsonl -> answers.scores.labels.jsonl."""
+    return scores.with_name(scores.name.removesuffix(".jsonl") + ".labels.jsonl")
+
+
+def review_command(
+    scores: Annotated[Optional[Path], typer.Argument(help="A scores file (`groundtrace score -o`, or the default store). Default: the default store (GROUNDTRACE_JSONL_PATH, else ./groundtrace-scores.jsonl).")] = None,
+    labels: Annotated[Optional[Path], typer.Option("--labels", "-l", help="The labels file decisions are appended to (one JSON line each; reopening resumes). Default: SCORES with .labels.jsonl.")] = None,
+    host: Annotated[str, typer.Option(help="Where to serve: loopback unless you mean otherwise.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="The port (0: any free one).")] = 8765,
+    trace_url: Annotated[Optional[str], typer.Option(help="A link per record to its trace: a URL with {trace_id}, {span_id}, {run_id}, {session_id} or {id} (env GROUNDTRACE_TRACE_URL).")] = None,
+    reviewer: Annotated[str, typer.Option(help="Your name, written with each decision.")] = "",
+    open_browser: Annotated[bool, typer.Option("--open/--no-open", help="Open the page in a browser.")] = True,
+) -> None:
+    """Review and label scored answers in a local web app: the answers nearest a threshold first, the flagged
+    text and the passages it was checked against, keys s / u / x to label; decisions go to a labels file
+    that `fit --labels` and `bench --labels` read."""
+    from groundtrace.config import Settings
+    from groundtrace.io import read_scored
+    from groundtrace.review.app import Review, create_app
+
+    path = scores or Settings.from_env().store_path
+    try:
+        rows = list(read_scored(path))
+    except FileNotFoundError:
+        console.print(f"[red]error:[/red] no scores file at {path}: score some answers first "
+                      "(groundtrace score FILE -o scores.jsonl, or run your app with groundtrace attached)", soft_wrap=True)
+        raise typer.Exit(2) from None
+    except ValueError as error:
+        console.print(f"[red]error:[/red] {path} is not a scores file: {shown(error)}", soft_wrap=True)
+        raise typer.Exit(2) from None
+    if not rows:
+        console.print(NO_RECORDS_WHY.format(path=path), soft_wrap=True)
+        raise typer.Exit(1)
+    try:
+        import starlette  # noqa: F401
+        import uvicorn
+    except ImportError as error:
+        from groundtrace.errors import missing_extra
+
+        console.print(f"[red]error:[/red] {missing_extra('review', 'the review app', error)}", soft_wrap=True)
+        raise typer.Exit(2) from None
+    labels_path = labels or labels_path_for(Path(path))
+    review = Review(rows, labels_path, source=str(path), trace_url=trace_url or os.environ.get("GROUNDTRACE_TRACE_URL"),
+                    reviewer=reviewer)
+    server = uvicorn.Server(uvicorn.Config(create_app(review, host=host, port=port), host=host, port=port,
+                                           log_level="warning"))
+    if open_browser:
+        _open_when_up(server, host)
+    console.print(f"reviewing {len(rows)} answers of {path}; decisions go to {labels_path}. Ctrl+C stops.",
+                  soft_wrap=True)
+    server.run()
+
+
+def _open_when_up(server: object, host: str) -> None:
+    import threading
+    import time
+    import webbrowser
+
+    def wait_and_open() -> None:
+        for _ in range(100):
+            if getattr(server, "started", False):
+                for bound in getattr(server, "servers", []):
+                    for sock in bound.sockets:
+                        webbrowser.open(f"http://{host}:{sock.getsockname()[1]}/")
+                        return
+            time.sleep(0.1)
+
+    threading.Thread(target=wait_and_open, daemon=True).start()
+
+
+__all__ = ["labels_path_for", "review_command"]

@@ -1,0 +1,210 @@
+"""``groundtrace review``: a local web app to review and label scored answers (Starlette, Jinja templates).
+
+It serves one page and a small JSON API on 127.0.0.1: the queue (review/queue.py), one record with its
+flagged spans and the passages each flagged claim was checked against (review/evidence.py), a label
+(appended and fsynced to the labels file before the answer says "saved": review/labels.py), the
+progress toward a fit, and a fit run on what is labelled. Requests must come from the page itself:
+the Host must be the address it serves on (no DNS rebinding), and every call carries the page's
+token in a header, which another site's page cannot set (no cross-site writes to the labels file).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from groundtrace.review.evidence import checked_claims
+from groundtrace.review.labels import CHOICES, Decision, append, decide, read_decisions
+from groundtrace.review.queue import Filters, Item, item_of, progress, queue
+from groundtrace.score import Score, ScoredRecord
+
+TOKEN_HEADER = "X-Groundtrace-Token"
+FIT_TIMEOUT_S = 600
+ALLOWED_LINK_SCHEMES = ("http://", "https://")
+
+
+class Review:
+    """The state behind the app: the scored rows (read once), the labels file (read on every change, so
+    that two reviewers on one file see each other's decisions), the trace link template."""
+
+    def __init__(self, rows: Sequence[ScoredRecord], labels_path: Path, *, source: str = "",
+                 trace_url: str | None = None, reviewer: str = "") -> None:
+        self.rows = list(rows)
+        self.labels_path = labels_path
+        self.source = source
+        self.trace_url = trace_url if trace_url and trace_url.startswith(ALLOWED_LINK_SCHEMES) else None
+        self.reviewer = reviewer
+        self.items = [item_of(row, i) for i, row in enumerate(self.rows)]
+        self.by_id = {item.id: item for item in self.items}
+        self._lock = threading.Lock()  # one append at a time from this process (O_APPEND covers other processes)
+
+    def decisions(self) -> dict[str, Decision]:
+        return read_decisions(self.labels_path)
+
+    def label(self, record_id: str, label: str, note: str = "") -> Decision:
+        if record_id not in self.by_id:
+            raise KeyError(record_id)
+        decision = decide(record_id, label, note, self.reviewer)
+        with self._lock:
+            append(self.labels_path, decision)
+        return decision
+
+    def queue_json(self, filters: Filters) -> dict[str, Any]:
+        decisions = self.decisions()
+        items = queue(self.rows, filters, decisions)
+        return {"items": [self._summary(item, decisions.get(item.id)) for item in items],
+                "progress": progress(decisions, self.by_id).as_json()}
+
+    def _summary(self, item: Item, decision: Decision | None) -> dict[str, Any]:
+        record = item.row.record
+        return {"id": item.id, "tier": item.tier, "question": (record.question or "")[:200],
+                "flagged": sorted(m for m, s in item.scores.items() if s.ok and s.hallucinated),
+                "label": decision.label if decision else None}
+
+    def record_json(self, record_id: str) -> dict[str, Any]:
+        item = self.by_id[record_id]
+        record = item.row.record
+        decision = self.decisions().get(record_id)
+        language = item.language or "en"
+        return {
+            "id": item.id, "question": record.question or "", "answer": record.answer or "",
+            "contexts": record.contexts or [], "language": item.language, "session": item.session,
+            "metadata": {k: v for k, v in record.metadata.items() if isinstance(v, (str, int, float, bool))},
+            "scores": [_score_json(score) for score in item.row.scores],
+            "claims": [{"start": c.start, "end": c.end, "text": c.text, "metrics": list(c.metrics),
+                        "passages": [{"context": p.context, "start": p.start, "end": p.end, "text": p.text}
+                                     for p in c.passages]}
+                       for c in checked_claims(item.row, language)],
+            "decision": {"label": decision.label, "note": decision.note} if decision else None,
+            "trace_link": self.trace_link(item),
+        }
+
+    def trace_link(self, item: Item) -> str | None:
+        """The user's template with this record's ids, URL-encoded; None where an id it names is missing."""
+        if self.trace_url is None:
+            return None
+        from urllib.parse import quote
+
+        record = item.row.record
+        values = {"id": item.id, "trace_id": record.trace_id, "span_id": record.span_id, "run_id": record.run_id,
+                  "session_id": record.session_id}
+        try:
+            return self.trace_url.format_map({k: quote(str(v), safe="") for k, v in values.items() if v})
+        except (KeyError, ValueError, IndexError):
+            return None
+
+    def fit(self) -> dict[str, Any]:
+        """``groundtrace fit`` on the labelled records (the scores already in the file are reused): its table."""
+        decisions = self.decisions()
+        metrics = sorted({score.metric for row in self.rows for score in row.scores if score.ok})
+        with tempfile.TemporaryDirectory(prefix="groundtrace-review-fit-") as folder:
+            labelled, scores, verdict = (Path(folder) / name for name in ("labelled.jsonl", "scores.jsonl", "verdict.json"))
+            kept = 0
+            with open(labelled, "w", encoding="utf-8") as records, open(scores, "w", encoding="utf-8") as scored:
+                for item in self.items:
+                    label = decisions[item.id].hallucinated if item.id in decisions else None
+                    if label is None:
+                        continue
+                    kept += 1
+                    record = item.row.record
+                    records.write(json.dumps({"id": item.id, "question": record.question, "contexts": record.contexts,
+                                              "answer": record.answer, "language": record.language, "label": label},
+                                             ensure_ascii=False) + "\n")
+                    scored.write(item.row.model_copy(update={"id": item.id}).model_dump_json() + "\n")
+            command = [sys.executable, "-m", "groundtrace.cli", "fit", str(labelled), "--scores", str(scores),
+                       "-o", str(verdict), *(f"--metrics={m}" for m in metrics)]
+            environment = {**os.environ, "NO_COLOR": "1", "COLUMNS": "140", "TERM": "dumb"}
+            try:
+                done = subprocess.run(command, capture_output=True, text=True, timeout=FIT_TIMEOUT_S, env=environment,
+                                      check=False)
+            except subprocess.TimeoutExpired:
+                return {"ok": False, "labelled": kept, "output": f"fit ran past {FIT_TIMEOUT_S} s and was stopped"}
+            return {"ok": done.returncode == 0, "labelled": kept, "command": "groundtrace fit LABELLED --scores SCORES",
+                    "output": (done.stdout + done.stderr).strip()}
+
+
+def _score_json(score: Score) -> dict[str, Any]:
+    return {"metric": score.metric, "value": score.value, "threshold": score.threshold, "hallucinated": score.hallucinated,
+            "ok": score.ok, "reason": score.reason or score.error or "", "higher_is_better": score.higher_is_better,
+            "spans": [{"start": s.start, "end": s.end, "label": s.label} for s in score.spans]}
+
+
+def create_app(review: Review, *, host: str = "127.0.0.1", port: int = 0) -> Any:
+    """The Starlette app over ``review``. ``host``/``port``: where it serves (the Host header checked)."""
+    from jinja2 import Environment, PackageLoader, select_autoescape
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.middleware.trustedhost import TrustedHostMiddleware
+    from starlette.requests import Request
+    from starlette.responses import HTMLResponse, JSONResponse, Response
+    from starlette.routing import Route
+
+    token = secrets.token_urlsafe(24)
+    templates = Environment(loader=PackageLoader("groundtrace.review", "templates"),
+                            autoescape=select_autoescape(default=True, default_for_string=True))
+
+    def authorised(request: Request) -> bool:
+        return secrets.compare_digest(request.headers.get(TOKEN_HEADER, ""), token)
+
+    def denied() -> Response:
+        return JSONResponse({"error": "this API answers the review page only (missing or wrong token)"}, 403)
+
+    async def page(request: Request) -> Response:
+        html = templates.get_template("review.html.j2").render(
+            token=token, source=review.source, labels=str(review.labels_path), choices=CHOICES,
+            metrics=sorted({score.metric for row in review.rows for score in row.scores}),
+            progress=progress(review.decisions(), review.by_id).sentence())
+        return HTMLResponse(html, headers={"Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; "
+                                           "script-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
+                                           "Cache-Control": "no-store"})
+
+    async def queue_api(request: Request) -> Response:
+        if not authorised(request):
+            return denied()
+        return JSONResponse(review.queue_json(Filters.of(request.query_params)))
+
+    async def record_api(request: Request) -> Response:
+        if not authorised(request):
+            return denied()
+        record_id = request.query_params.get("id", "")
+        if record_id not in review.by_id:
+            return JSONResponse({"error": "no record with this id in the scores file"}, 404)
+        return JSONResponse(review.record_json(record_id))
+
+    async def label_api(request: Request) -> Response:
+        if not authorised(request):
+            return denied()
+        try:
+            body = await request.json()
+            decision = review.label(str(body.get("id") or ""), str(body.get("label") or ""), str(body.get("note") or ""))
+        except KeyError:
+            return JSONResponse({"error": "no record with this id in the scores file"}, 404)
+        except (ValueError, AttributeError) as error:
+            return JSONResponse({"error": str(error)}, 400)
+        except OSError as error:  # the labels file could not take it: the page must not say "saved"
+            return JSONResponse({"error": f"the labels file did not take the decision: {error.strerror or error}"}, 507)
+        decisions = review.decisions()
+        return JSONResponse({"saved": decision.as_json(), "progress": progress(decisions, review.by_id).as_json()})
+
+    def fit_api(request: Request) -> Response:  # sync: Starlette runs it in its thread pool
+        if not authorised(request):
+            return denied()
+        return JSONResponse(review.fit())
+
+    hosts = {host, f"{host}:{port}", "localhost", f"localhost:{port}", "127.0.0.1", f"127.0.0.1:{port}"}
+    return Starlette(
+        routes=[Route("/", page), Route("/api/queue", queue_api), Route("/api/record", record_api),
+                Route("/api/label", label_api, methods=["POST"]), Route("/api/fit", fit_api, methods=["POST"])],
+        middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=sorted(hosts))],
+    )
+
+
+__all__ = ["Review", "create_app"]
