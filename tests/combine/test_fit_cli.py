@@ -51,7 +51,7 @@ def test_fit_prints_the_figures_and_writes_the_file(fitted):
                  f"warning: only 90 labelled records ({positives} labelled 1)", "wrote "):
         assert line in text, line
     verdict = VerdictModel.load(folder / "v.json")
-    assert verdict.metric_names == ["lexical", "facts"] and verdict.target == "f1"
+    assert verdict.metric_names == ["lexical", "facts"] and verdict.target == "balanced_accuracy"  # the default
     assert verdict.fitted["records"] == 90 and verdict.fitted["labelled_1"] == positives
     assert verdict.fitted["trained_on"][0]["name"] == "answers.csv"
     assert 0.0 < verdict.threshold < 1.0
@@ -109,7 +109,7 @@ def test_too_few_labels_and_a_bad_target_exit_2_with_the_reason(tmp_path):
     few = runner.invoke(app, ["fit", str(tmp_path / "few.csv"), "-m", "lexical", "-o", str(tmp_path / "x.json")])
     assert few.exit_code == 2 and "too few labels to fit: 20 records" in " ".join(few.output.split())
     bad = runner.invoke(app, ["fit", str(tmp_path / "few.csv"), "--target", "accuracy"])
-    assert bad.exit_code == 2 and "use f1, precision>=0.8, recall>=0.9 or rate=0.1" in " ".join(bad.output.split())
+    assert bad.exit_code == 2 and "use balanced_accuracy, mcc, f1, cost=5:1" in " ".join(bad.output.split())
     assert not (tmp_path / "x.json").exists()
 
 

@@ -30,7 +30,7 @@ def test_the_threshold_of_each_target_by_hand(spec, threshold):
 
 @pytest.mark.parametrize("bad", ["precision", "recall>=2", "rate=0", "accuracy>=0.9", ""])
 def test_a_target_that_is_not_one_says_what_is(bad):
-    with pytest.raises(ValueError, match="use f1, precision>=0.8, recall>=0.9 or rate=0.1|is not a share"):
+    with pytest.raises(ValueError, match="use balanced_accuracy, mcc, f1, cost=5:1 .*, precision>=0.8, recall>=0.9 or rate=0.1|is not a share"):
         Target.parse(bad)
 
 

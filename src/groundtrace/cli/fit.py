@@ -18,7 +18,7 @@ DEFAULT_OUT = Path("groundtrace-verdict.json")
 def fit_command(
     input_path: Annotated[Path, typer.Argument(help="Labelled records (label 1 = unsupported; JSONL, CSV or Parquet, any layout `score` reads).")],
     metrics: MetricsOption = None,
-    target: Annotated[str, typer.Option(help="What the threshold is chosen for: f1, precision>=P, recall>=R or rate=SHARE (the share flagged).")] = "f1",
+    target: Annotated[str, typer.Option(help="What the threshold is chosen for: balanced_accuracy (default: it does not move with the share of unsupported answers), mcc, f1, cost=FN:FP (e.g. cost=5:1: a missed unsupported answer costs 5 false flags), precision>=P, recall>=R or rate=SHARE (the share flagged).")] = "balanced_accuracy",
     output: Annotated[Path, typer.Option("--out", "-o", help="Where to write the verdict file.")] = DEFAULT_OUT,
     scores: Annotated[Optional[Path], typer.Option(help="A `groundtrace score -o` file of the same records: metrics it holds are not scored again.")] = None,
     escalate: Annotated[Optional[str], typer.Option(help="A costly metric (a judge, a Hub detector) for the records the cheap ones are least sure of.")] = None,
@@ -73,6 +73,8 @@ def fit_command(
     final.save(output)
     if as_json:
         print(json.dumps({"file": str(output), "threshold": final.threshold, **result.report()}, indent=2))
+        for warning in result.warnings:  # beside the JSON (which holds them too): stdout stays one JSON object
+            console.print(f"warning: {warning}", style="yellow", markup=False, soft_wrap=True)
         return
     _print(result, final, output)
 
@@ -81,11 +83,12 @@ def _print(result: Any, verdict: Any, output: Path) -> None:
     n, positives = verdict.fitted["records"], verdict.fitted["labelled_1"]
     table = Table(title=f"fit: {n} records, {positives} labelled 1; out of fold, at the {verdict.target} threshold "
                         f"(90% bootstrap intervals)")
-    for column in ("scorer", "AUC", "F1", "precision", "recall", "calibration error", "flagged"):
+    for column in ("scorer", "AUC", "F1", "precision", "recall", "bal. acc.", "MCC", "calibration error", "flagged"):
         table.add_column(column, justify="left" if column == "scorer" else "right")
     for m in [result.combined, *result.alone]:
         table.add_row("combined" if m is result.combined else f"{m.name} alone",
-                      *(_with_interval(m, key) for key in ("auc", "f1", "precision", "recall", "calibration_error")),
+                      *(_with_interval(m, key) for key in ("auc", "f1", "precision", "recall", "balanced_accuracy", "mcc",
+                                                                           "calibration_error")),
                       fmt(m.point["flagged_rate"], 2))
     out.print(table)
     curve = ", ".join(f"{row['labels']}: {fmt(row['auc_mean'])}" + (f" (worst 5% {fmt(row['auc_p5'])})" if row.get("auc_p5") is not None else "")

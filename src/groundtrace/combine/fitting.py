@@ -29,29 +29,60 @@ LEARNING_SIZES = (25, 50, 100)
 INTERVAL = 0.90
 
 
+#: the default target: the threshold that maximises balanced accuracy (the mean of the recall of each
+#: class) does not move with the share of unsupported answers, and flagging everything scores 0.5 on it;
+#: F1 of the unsupported class rewards flagging everything on a set where most answers are unsupported,
+#: and labels from a review queue are such a set (it shows the flagged answers first)
+DEFAULT_TARGET = "balanced_accuracy"
+#: a chosen threshold that flags more or less than this share of the labelled answers is warned about
+FLAGS_TOO_MANY, FLAGS_TOO_FEW = 0.90, 0.02
+TARGETS_HELP = "balanced_accuracy, mcc, f1, cost=5:1 (a missed unsupported answer costs 5 false flags), precision>=0.8, recall>=0.9 or rate=0.1"
+_NAMES = {"f1": "f1", "best-f1": "f1", "bestf1": "f1", "balanced_accuracy": "balanced_accuracy",
+          "balanced-accuracy": "balanced_accuracy", "balancedaccuracy": "balanced_accuracy", "bacc": "balanced_accuracy",
+          "mcc": "mcc"}
+
+
 @dataclass(frozen=True)
 class Target:
-    """What the threshold is chosen for: best F1, precision >= P, recall >= R, or a flagged rate."""
+    """What the threshold is chosen for: best F1, best balanced accuracy, best MCC, the least cost of
+    errors (``value``: what a missed unsupported answer costs, a false flag costing 1), precision >= P,
+    recall >= R, or a flagged rate."""
 
-    kind: str  # f1 | precision | recall | rate
+    kind: str  # f1 | balanced_accuracy | mcc | cost | precision | recall | rate
     value: float | None = None
 
     @classmethod
     def parse(cls, text: str) -> Target:
         spec = text.strip().lower().replace(" ", "")
-        if spec in ("f1", "best-f1", "bestf1"):
-            return cls("f1")
+        if spec in _NAMES:
+            return cls(_NAMES[spec])
+        cost = re.fullmatch(r"cost=([0-9.]+):([0-9.]+)", spec)
+        if cost is not None:
+            try:
+                missed, false_flag = float(cost.group(1)), float(cost.group(2))
+            except ValueError:
+                missed = false_flag = 0.0
+            if not (missed > 0 and false_flag > 0):
+                raise ValueError(f"target {text!r}: cost=FN:FP takes two positive numbers, e.g. cost=5:1")
+            return cls("cost", missed / false_flag)
         match = re.fullmatch(r"(precision|recall|rate)(>=|<=|=)([0-9.]+%?)", spec)
         if match is None:
-            raise ValueError(f"target {text!r}: use f1, precision>=0.8, recall>=0.9 or rate=0.1")
+            raise ValueError(f"target {text!r}: use {TARGETS_HELP}")
         kind, _, raw = match.groups()
-        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+        try:
+            value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+        except ValueError:
+            raise ValueError(f"target {text!r}: {raw} is not a number") from None
         if not 0.0 < value <= 1.0:
             raise ValueError(f"target {text!r}: {raw} is not a share in (0, 1]")
         return cls(kind, value)
 
     def __str__(self) -> str:
-        return "f1" if self.kind == "f1" else f"{self.kind}{'=' if self.kind == 'rate' else '>='}{self.value:g}"
+        if self.kind in ("f1", "balanced_accuracy", "mcc"):
+            return self.kind
+        if self.kind == "cost":
+            return f"cost={self.value:g}:1"
+        return f"{self.kind}{'=' if self.kind == 'rate' else '>='}{self.value:g}"
 
     def threshold(self, p: np.ndarray, y: np.ndarray) -> float:
         """The threshold on ``p`` (flagged when p >= it) that meets this target on labels ``y``."""
@@ -61,6 +92,9 @@ class Target:
         ranked, hits = p[order], np.cumsum(y[order] == 1)
         last = np.r_[ranked[1:] != ranked[:-1], True]  # the last record of each distinct value
         cuts, flagged, tp = ranked[last], np.nonzero(last)[0] + 1, hits[last]  # strictest cut first
+        if self.kind in ("balanced_accuracy", "mcc", "cost"):
+            # ties go to the strictest cut: the fewest flags for the same figure
+            return float(cuts[int(np.argmax(_by_cut(self, tp, flagged, int(y.sum()), len(y))))])
         assert self.value is not None
         if self.kind == "rate":
             ok = flagged <= self.value * len(p)
@@ -70,6 +104,32 @@ class Target:
             return float(cuts[np.nonzero(ok)[0][-1]]) if ok.any() else float(cuts[0])  # the most recall that keeps it
         ok = tp / max(int(y.sum()), 1) >= self.value
         return float(cuts[np.nonzero(ok)[0][0]]) if ok.any() else float(cuts[-1])  # the strictest that reaches it
+
+
+def _by_cut(target: Target, tp: np.ndarray, flagged: np.ndarray, positives: int, n: int) -> np.ndarray:
+    """What ``target`` makes of each cut (higher is better; a cost is negated)."""
+    tp = tp.astype(float)
+    fp, fn = flagged - tp, positives - tp
+    tn = (n - positives) - fp
+    if target.kind == "balanced_accuracy":
+        return (tp / max(positives, 1) + tn / max(n - positives, 1)) / 2
+    if target.kind == "mcc":
+        denominator = np.sqrt((tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+        return np.divide(tp * tn - fp * fn, denominator, out=np.zeros_like(tp), where=denominator > 0)
+    assert target.value is not None
+    return -(target.value * fn + fp)
+
+
+def flag_share_warning(share: float, n: int, positives: int, target: Target) -> str | None:
+    """A warning when the chosen threshold flags nearly every labelled answer, or nearly none: a
+    verdict that says the same thing of every answer, whatever its figures look like."""
+    if FLAGS_TOO_FEW <= share <= FLAGS_TOO_MANY:
+        return None
+    what = "nearly every answer" if share > FLAGS_TOO_MANY else "nearly no answer"
+    advice = ("try --target balanced_accuracy or mcc" if target.kind not in ("balanced_accuracy", "mcc")
+              else "the metrics may not tell these labels apart: check each with groundtrace bench")
+    return (f"the threshold chosen for {target} flags {share:.0%} of the {n} labelled answers ({positives} "
+            f"labelled unsupported, {positives / max(n, 1):.0%}): it flags {what}; {advice}")
 
 
 # ---------------------------------------------------------------------------------- features
@@ -145,7 +205,14 @@ def calibration_error(y: np.ndarray, p: np.ndarray, bins: int = 10) -> float:
 def _figures(y: np.ndarray, p: np.ndarray, flagged: np.ndarray) -> dict[str, float | None]:
     c = confusion(y, flagged)
     return {"auc": roc_auc(y, p), "f1": c.f1, "precision": c.precision, "recall": c.recall,
+            "balanced_accuracy": c.balanced_accuracy, "mcc": mcc(c.tp, c.fp, c.fn, c.tn),
             "calibration_error": calibration_error(y, p), "flagged_rate": float(flagged.mean())}
+
+
+def mcc(tp: int, fp: int, fn: int, tn: int) -> float:
+    """Matthews correlation of flags and labels: 0 for a verdict that says the same of every answer."""
+    denominator = math.sqrt(float(tp + fp) * (tp + fn) * (tn + fp) * (tn + fn))
+    return (tp * tn - fp * fn) / denominator if denominator else 0.0
 
 
 @dataclass
@@ -208,11 +275,12 @@ class FitResult:
     warnings: list[str] = field(default_factory=list)
     cascade_curve: list[dict[str, Any]] = field(default_factory=list)
     oof: np.ndarray | None = None
+    flagged_share: float | None = None  # of the labelled answers, at the chosen threshold (out of fold)
 
     def report(self) -> dict[str, Any]:
         return {"combined": self.combined.as_dict(), "alone": [m.as_dict() for m in self.alone],
                 "learning_curve": self.learning_curve, "stable_at": self.stable_at, "warnings": self.warnings,
-                "cascade": self.cascade_curve or None}
+                "flagged_share": _round(self.flagged_share), "cascade": self.cascade_curve or None}
 
 
 def _folds(y: np.ndarray, groups: np.ndarray, seed: int, folds: int) -> np.ndarray:
@@ -281,6 +349,10 @@ def fit(h: np.ndarray, y: np.ndarray, language: Sequence[str | None], groups: Se
         alone.append(measured(name, y, raw, nested_flags(raw, y, fold, target), group, draws, seed))
     final = _fit_linear(x, y, lang, names)
     threshold = target.threshold(oof, y)
+    flagged_share = float((oof >= threshold).mean())
+    skewed = flag_share_warning(flagged_share, len(y), int(y.sum()), target)
+    if skewed:
+        warnings.append(skewed)
     curve, stable = learning_curve(x, y, lang, names, combined.point["auc"], learning_repeats, seed)
     cascade: Cascade | None = None
     cascade_curve: list[dict[str, Any]] = []
@@ -292,8 +364,7 @@ def fit(h: np.ndarray, y: np.ndarray, language: Sequence[str | None], groups: Se
         fitted={"records": int(len(y)), "labelled_1": int(y.sum()),
                 "languages": {lang_: int((lang == lang_).sum()) for lang_ in sorted(set(lang)) if lang_}},
     )
-    result = FitResult(verdict, combined, alone, curve, stable, warnings, cascade_curve, oof)
-    return result
+    return FitResult(verdict, combined, alone, curve, stable, warnings, cascade_curve, oof, flagged_share)
 
 
 def learning_curve(x: np.ndarray, y: np.ndarray, lang: np.ndarray, names: Sequence[str], full_auc: float | None,
