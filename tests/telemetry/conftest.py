@@ -40,10 +40,17 @@ class Readings:
 
     def __init__(self, reader: InMemoryMetricReader) -> None:
         data = reader.get_metrics_data()
+        resources = data.resource_metrics if data else []
+        self.resources = [dict(resource.resource.attributes) for resource in resources]
+        self.metrics = {metric.name: metric for resource in resources for scope in resource.scope_metrics
+                        for metric in scope.metrics}
         self.points = [Point(metric.name, dict(point.attributes), point)
-                       for resource in (data.resource_metrics if data else [])
-                       for scope in resource.scope_metrics for metric in scope.metrics
+                       for resource in resources for scope in resource.scope_metrics for metric in scope.metrics
                        for point in metric.data.data_points]
+
+    def metric(self, name: str) -> Any:
+        """The metric itself (its unit, description, kind)."""
+        return self.metrics[name]
 
     def named(self, name: str, **attributes: Any) -> list[Point]:
         return [p for p in self.points if p.name == name

@@ -56,13 +56,18 @@ def test_a_prometheus_endpoint_serves_the_series_until_the_last_monitor_closes(i
     after = scrape(url)
     assert sample(after, "groundtrace_evaluations_total", gen_ai_evaluation_name="lexical",
                   groundtrace_outcome="flagged") - flagged_before == 1
-    assert sample(after, "gen_ai_evaluation_score_count", gen_ai_evaluation_name="lexical",
+    assert sample(after, "groundtrace_evaluation_score_count", gen_ai_evaluation_name="lexical",
                   gen_ai_evaluation_score_label="hallucinated", groundtrace_language="ru") >= 1
     assert sample(after, "groundtrace_monitor_workers") >= 2
+    assert sample(after, "groundtrace_monitor_scoring_duration_seconds_count") >= 2  # a histogram of seconds
+    assert 0 < time.time() - sample(after, "groundtrace_monitor_last_progress_timestamp_seconds") < 60
     for name in ("groundtrace_monitor_dropped_total", "groundtrace_monitor_over_budget_total",
-                 "groundtrace_monitor_queued", "groundtrace_monitor_stalled_seconds",
-                 "groundtrace_monitor_scoring_duration_seconds_total", "groundtrace_judge_cost_usd_total"):
+                 "groundtrace_monitor_queued", "groundtrace_judge_cost_usd_total"):
         assert name.removesuffix("_total") in after, name
+    # the resource once, in target_info (OpenTelemetry's Prometheus compatibility spec), not on every series
+    [info] = after["target_info"]
+    assert info.value == 1 and info.labels["service_name"].startswith("unknown_service")
+    assert [s.name for samples in after.values() for s in samples if "service_name" in s.labels] == ["target_info"]
     monitor.close()
     assert scrape(url)  # the second Monitor still uses it
     second.close()
@@ -82,8 +87,10 @@ def test_the_series_go_to_a_collector_over_otlp(in_tmp) -> None:
     assert bodies and collector.requests[0].headers["content-type"] == "application/x-protobuf"
     # the first export (Monitor.close's flush); the SDK keeps an exemplar for one collection only
     metrics = {m.name: m for rm in bodies[0].resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
-    assert {"gen_ai.evaluation.score", "groundtrace.evaluations", "groundtrace.monitor.dropped"} <= set(metrics)
-    [point] = metrics["gen_ai.evaluation.score"].histogram.data_points
+    assert {"groundtrace.evaluation.score", "groundtrace.evaluations", "groundtrace.monitor.dropped",
+            "groundtrace.monitor.scoring.duration"} <= set(metrics)
+    assert not {name for name in metrics if name.startswith("gen_ai.")}  # lexical asked no judge: no token usage
+    [point] = metrics["groundtrace.evaluation.score"].histogram.data_points
     assert point.count == 1 and point.exemplars[0].trace_id.hex() == TRACE_ID  # the exemplar reaches the collector
     flagged = [p for p in metrics["groundtrace.evaluations"].sum.data_points
                if any(a.key == "groundtrace.outcome" and a.value.string_value == "flagged" for a in p.attributes)]
@@ -118,7 +125,7 @@ def test_auto_finds_the_applications_provider_installed_after_groundtrace_starte
     assert done.returncode == 0, done.stderr
     points = json.loads(done.stdout.splitlines()[-1])
     assert points["groundtrace.monitor.submitted"] == [2]  # the Monitor's counts, from its start
-    assert points["gen_ai.evaluation.score"] == [1]  # scores recorded from when there was a provider
+    assert points["groundtrace.evaluation.score"] == [1]  # scores recorded from when there was a provider
     assert sorted(points["groundtrace.evaluations"]) == [0, 0, 1]
 
 

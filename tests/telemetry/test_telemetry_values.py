@@ -13,8 +13,11 @@ from groundtrace.metrics.base import Metric, Result
 from groundtrace.monitor import Monitor
 from groundtrace.record import Record
 from groundtrace.score import Cost
-from groundtrace.telemetry.instruments import (COST, CPU, DURATION, EVALUATIONS, HEALTH_COUNTERS, LATENCY, QUEUED,
-                                               SCORE, SCORE_BUCKETS, STALLED, TOKENS, WORKERS)
+from groundtrace.telemetry.evaluations import Evaluations
+from groundtrace.telemetry.evaluations import Result as EvaluatedResult
+from groundtrace.telemetry.instruments import (COST, CPU, DURATION, DURATION_BUCKETS, EVALUATIONS, HEALTH_COUNTERS,
+                                               LAST_PROGRESS, QUEUED, SCORE, SCORE_BUCKETS, TOKEN_BUCKETS, TOKENS,
+                                               WORKERS)
 from tests.telemetry.conftest import FLAGGED, GROUNDED, SPAN_ID, TRACE_ID, Readings
 
 HEALTH = [f"groundtrace.monitor.{field}" for field, _ in HEALTH_COUNTERS]
@@ -22,6 +25,7 @@ HEALTH = [f"groundtrace.monitor.{field}" for field, _ in HEALTH_COUNTERS]
 
 @pytest.mark.parametrize("isolation", ["thread", "process"])
 def test_scores_and_counts_match_the_monitors_own(in_tmp, reader: InMemoryMetricReader, isolation: str) -> None:
+    started = time.time()
     with Monitor(["lexical"], "none", telemetry=reader.provider, isolation=isolation) as monitor:
         for record in (FLAGGED, GROUNDED, GROUNDED.model_copy(update={"id": "en-2"})):
             monitor.submit(record)
@@ -34,9 +38,10 @@ def test_scores_and_counts_match_the_monitors_own(in_tmp, reader: InMemoryMetric
 
     outcomes = {p.attributes["groundtrace.outcome"]: p.value for p in seen.named(EVALUATIONS)}
     assert outcomes == {"flagged": flagged_by["lexical"], "passed": 2, "error": 1}
-    for point in seen.named(EVALUATIONS):
+    for point in seen.named(EVALUATIONS):  # the service is the resource's, never a point's attribute
         assert point.attributes == {"gen_ai.evaluation.name": "lexical", "groundtrace.outcome": point.attributes[
-            "groundtrace.outcome"], "service.name": "rag-staging"}
+            "groundtrace.outcome"]}
+    assert [resource["service.name"] for resource in seen.resources] == ["rag-staging"]
     for field, _ in HEALTH_COUNTERS:
         assert seen.one(f"groundtrace.monitor.{field}").value == getattr(stats, field), field
 
@@ -44,7 +49,7 @@ def test_scores_and_counts_match_the_monitors_own(in_tmp, reader: InMemoryMetric
     hallucinated = seen.one(SCORE, gen_ai__evaluation__score__label="hallucinated").data
     grounded = seen.one(SCORE, gen_ai__evaluation__score__label="grounded")
     assert grounded.attributes == {"gen_ai.evaluation.name": "lexical", "gen_ai.evaluation.score.label": "grounded",
-                                   "groundtrace.language": "en", "service.name": "rag-staging"}
+                                   "groundtrace.language": "en"}
     assert seen.one(SCORE, gen_ai__evaluation__score__label="hallucinated").attributes["groundtrace.language"] == "ru"
     assert (hallucinated.count, grounded.data.count) == (1, 2)
     assert hallucinated.sum == pytest.approx(0.1444162188484974)  # the value the otel sink's page shows
@@ -57,9 +62,12 @@ def test_scores_and_counts_match_the_monitors_own(in_tmp, reader: InMemoryMetric
     assert exemplar.value == pytest.approx(0.1444162188484974)
     assert grounded.data.exemplars == []
 
-    assert seen.one(DURATION).value > 0 and seen.one(CPU).value > 0
-    assert {p.attributes["quantile"] for p in seen.named(LATENCY)} == {"0.5", "0.95"}
-    assert seen.one(QUEUED).value == 0 and seen.one(STALLED).value == 0.0
+    # latency: a seconds histogram, one measurement per settled record (the failed one too)
+    duration = seen.one(DURATION)
+    assert duration.attributes == {} and duration.data.count == 4 and tuple(duration.data.explicit_bounds) == DURATION_BUCKETS
+    assert 0 < duration.data.sum < 60 and seen.one(CPU).value > 0
+    assert started <= seen.one(LAST_PROGRESS).value <= time.time()  # Unix seconds of the last record settled
+    assert seen.one(QUEUED).value == 0
     assert seen.one(WORKERS).value == 1 and Readings(reader).one(WORKERS).value == 0  # running, then closed
 
 
@@ -67,37 +75,61 @@ def test_every_series_is_there_from_the_start_with_zeros(in_tmp, reader: InMemor
     with Monitor(["lexical", "facts"], "none", telemetry=reader.provider, isolation="thread") as monitor:
         seen = Readings(reader)
         assert monitor.workers_alive == 1
-    counters = [*HEALTH, CPU, DURATION]
+    counters = [*HEALTH, CPU]
     assert {name: seen.one(name).value for name in counters} == dict.fromkeys(counters, 0)
     assert {(p.attributes["gen_ai.evaluation.name"], p.attributes["groundtrace.outcome"]): p.value
             for p in seen.named(EVALUATIONS)} == {(m, o): 0 for m in ("lexical", "facts")
                                                     for o in ("flagged", "passed", "error")}
-    assert len(seen.named(TOKENS)) == 4 and all(p.value == 0 for p in seen.named(TOKENS) + seen.named(COST))
+    assert {p.attributes["gen_ai.evaluation.name"]: p.value for p in seen.named(COST)} == {"lexical": 0, "facts": 0}
     assert seen.one(WORKERS).value == 1 and seen.one(QUEUED).value == 0
-    assert seen.named(LATENCY) == []  # no latency was measured yet: no made-up 0
-    assert seen.named(SCORE) == []  # a histogram has points once there are values
+    assert seen.one(LAST_PROGRESS).value > 0  # the Monitor's start, until a worker takes a record
+    # a histogram has points once there are values: no made-up latency, score or token count
+    assert seen.named(DURATION) == seen.named(SCORE) == seen.named(TOKENS) == []
 
 
 class Judged(Metric):
-    """A metric that reports what a judge spent, as the judge metrics do."""
+    """A metric that reports what a judge spent and which model it asked, as the judge metrics do."""
 
     name = "judged"
     higher_is_better = True
     default_threshold = 0.5
 
     def compute(self, record, language):
-        return Result(0.9, "supported", cost=Cost(input_tokens=120, output_tokens=30, usd=0.0004))
+        return Result(0.9, "supported", details={"judge": {"model": "gpt-4o-mini", "requests": 1}},
+                      cost=Cost(input_tokens=120, output_tokens=30, usd=0.0004))
 
 
-def test_judge_tokens_and_spend_are_counted(in_tmp, reader: InMemoryMetricReader) -> None:
-    with Monitor([Judged()], "none", telemetry=reader.provider) as monitor:
+def test_judge_tokens_go_to_upstreams_token_usage_histogram(in_tmp, reader: InMemoryMetricReader) -> None:
+    with Monitor([Judged(), "lexical"], "none", telemetry=reader.provider, isolation="thread") as monitor:
         for _ in range(3):
             monitor.submit(GROUNDED)
-        monitor.flush(30)
+        monitor.flush(60)
         seen = Readings(reader)
-    assert seen.one(TOKENS, gen_ai__token__type="input").value == 360
-    assert seen.one(TOKENS, gen_ai__token__type="output").value == 90
-    assert seen.one(COST).value == pytest.approx(0.0012)
+    # gen_ai.client.token.usage as the GenAI conventions define it, plus the evaluation it was spent on
+    for kind, per_record in (("input", 120), ("output", 30)):
+        point = seen.one(TOKENS, gen_ai__token__type=kind)
+        assert point.attributes == {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai",
+                                    "gen_ai.token.type": kind, "gen_ai.request.model": "gpt-4o-mini",
+                                    "gen_ai.evaluation.name": "judged"}
+        assert (point.data.count, point.data.sum) == (3, 3 * per_record)
+        assert tuple(point.data.explicit_bounds) == TOKEN_BUCKETS
+        assert (point.data.min, point.data.max) == (per_record, per_record)
+    assert seen.metric(TOKENS).unit == "{token}"
+    # lexical asked no judge: no token point of its own; its spend counter reads 0 from the start
+    assert {p.attributes["gen_ai.evaluation.name"] for p in seen.named(TOKENS)} == {"judged"}
+    assert seen.one(COST, gen_ai__evaluation__name="judged").value == pytest.approx(0.0012)
+    assert seen.one(COST, gen_ai__evaluation__name="lexical").value == 0
+
+
+def test_the_judges_model_crosses_the_scoring_process_pipe() -> None:
+    """What the scoring process sends back per record: the model too, whole, or empty when there was none."""
+    sent = Evaluations("en", [EvaluatedResult(0.9, False, 120, 30, 0.0004, "gpt-4o-mini"), EvaluatedResult(None),
+                              EvaluatedResult(0.2, True, 5, 1, 0.0, "org/model,v2;q4")])
+    token = sent.encode()
+    assert b" " not in token
+    back = Evaluations.decode(token)
+    assert [r.model for r in back.results] == ["gpt-4o-mini", None, "org/model_v2_q4"]  # , and ; would split it
+    assert back.results[0] == sent.results[0] and back.results[1] == sent.results[1]
 
 
 class Hangs(Metric):
@@ -121,13 +153,18 @@ def test_a_stuck_evaluator_shows_at_the_next_collection(in_tmp, reader: InMemory
         monitor.submit(GROUNDED)
         time.sleep(0.5)
         seen = Readings(reader)
-        assert seen.one(QUEUED).value == 1 and seen.one(STALLED).value >= 0.4
+        # the last progress (the worker taking the record) stays in the past while it waits
+        assert seen.one(QUEUED).value == 1 and time.time() - seen.one(LAST_PROGRESS).value >= 0.4
         assert seen.one(WORKERS).value == 1
+        stuck_since = seen.one(LAST_PROGRESS).value
+        time.sleep(0.2)
+        assert Readings(reader).one(LAST_PROGRESS).value == stuck_since  # a timestamp: it does not move by itself
     finally:
         release.set()
         monitor.close()
     seen = Readings(reader)
-    assert seen.one(QUEUED).value == 0 and seen.one(STALLED).value == 0.0 and seen.one(WORKERS).value == 0
+    assert seen.one(QUEUED).value == 0 and seen.one(WORKERS).value == 0
+    assert seen.one(LAST_PROGRESS).value > stuck_since  # the record settled
     assert seen.one("groundtrace.monitor.scored").value == 1
 
 

@@ -1,15 +1,22 @@
 """The Monitor's metrics as OpenTelemetry instruments on one MeterProvider (the opentelemetry-api).
 
-One synchronous instrument, recorded on the Monitor's worker thread as each record settles, never on
-the application's thread: ``gen_ai.evaluation.score``, one measurement per metric that returned a value
-(an SDK measurement costs several µs, so it is the only one). Everything else is counted in plain
-numbers by :class:`groundtrace.telemetry.series.MonitorSeries` and read by observable instruments when
-the provider collects (a scrape, an OTLP export): no SDK work per record, and every series exists from
-the first collection, zeros included, so "nothing dropped" is a value on a graph and not a missing line.
+Names: groundtrace's own under ``groundtrace.*`` (the ``gen_ai.*`` namespace is the GenAI semantic
+conventions'); the judge's tokens on upstream's ``gen_ai.client.token.usage``. Attribute keys in
+``gen_ai.*`` are only those the conventions define (``gen_ai.evaluation.name``,
+``gen_ai.evaluation.score.label``, ``gen_ai.token.type``, ``gen_ai.operation.name``,
+``gen_ai.provider.name``, ``gen_ai.request.model``); the rest are ``groundtrace.*``.
 
-Attributes are bounded: the metric's name (the Monitor's metrics), the verdict label (three values),
-the outcome (three), the language (at most MAX_LANGUAGES codes, then "other") and the service name
-(one per provider). Never a question, an answer, a record or trace id: those go to exemplars.
+Synchronous instruments, recorded on the Monitor's worker thread as each record settles, never on the
+application's thread (an SDK measurement costs a few µs): the score histogram, one measurement per metric
+value; the scoring duration histogram, one per record; the token histogram, two per judged metric.
+Everything else is counted in plain numbers by :class:`groundtrace.telemetry.series.MonitorSeries` and read
+by observable instruments when the provider collects (a scrape, an OTLP export): every such series exists
+from the first collection, zeros included, so "nothing dropped" is a value on a graph, not a missing line.
+
+Attributes are bounded: the metric's name, the verdict label (three values), the outcome (three), the
+language (at most MAX_LANGUAGES codes, then "other"), the judge's model. Never a question, an answer, a
+record or trace id (those go to exemplars), and never the resource's attributes (service.name and the
+rest): the provider's resource carries them, which the Prometheus exporter writes as ``target_info``.
 """
 
 from __future__ import annotations
@@ -30,17 +37,14 @@ class MonitorSeries(Protocol):
 
     counts: Any
     usd: dict[str, float]
-    duration_s: float
+    last_progress: float
 
     def evaluation_counts(self) -> list[tuple[tuple[str, ...], float]]: ...
-    def token_counts(self) -> list[tuple[tuple[str, ...], float]]: ...
     def queued(self) -> int: ...
     def workers(self) -> int: ...
-    def stalled_s(self) -> float: ...
-    def latency_s(self) -> dict[str, float]: ...
 
 # the OpenTelemetry names (the Prometheus exporter writes them with _ for . and a _total or unit suffix)
-SCORE = "gen_ai.evaluation.score"
+SCORE = "groundtrace.evaluation.score"
 EVALUATIONS = "groundtrace.evaluations"
 #: health counters: (MonitorStats field, what it counts)
 HEALTH_COUNTERS = (
@@ -53,15 +57,24 @@ HEALTH_COUNTERS = (
     ("failed", "records at least one metric (or the scoring process) failed on"),
     ("sink_errors", "deliveries a sink failed"),
 )
-QUEUED, WORKERS, STALLED, LATENCY = ("groundtrace.monitor.queued", "groundtrace.monitor.workers",
-                                     "groundtrace.monitor.stalled", "groundtrace.monitor.latency")
+QUEUED, WORKERS = "groundtrace.monitor.queued", "groundtrace.monitor.workers"
+LAST_PROGRESS = "groundtrace.monitor.last_progress.timestamp"
 DURATION, CPU = "groundtrace.monitor.scoring.duration", "groundtrace.monitor.cpu"
-TOKENS, COST = "groundtrace.judge.tokens", "groundtrace.judge.cost.usd"
+TOKENS, COST = "gen_ai.client.token.usage", "groundtrace.judge.cost.usd"
 
-METRIC, LABEL, OUTCOME, LANGUAGE, SERVICE = ("gen_ai.evaluation.name", "gen_ai.evaluation.score.label",
-                                             "groundtrace.outcome", "groundtrace.language", "service.name")
+METRIC, LABEL, OUTCOME, LANGUAGE = ("gen_ai.evaluation.name", "gen_ai.evaluation.score.label",
+                                    "groundtrace.outcome", "groundtrace.language")
+TOKEN_TYPE, OPERATION, PROVIDER, MODEL = ("gen_ai.token.type", "gen_ai.operation.name", "gen_ai.provider.name",
+                                          "gen_ai.request.model")
+#: the judge asks for chat completions over OpenAI's API (the conventions' name for any server speaking it)
+JUDGE_OPERATION, JUDGE_PROVIDER = "chat", "openai"
 #: scores lie in [0, 1]: the default buckets (0, 5, 10, ..., 10000) would put them all in one
 SCORE_BUCKETS = (0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
+#: seconds per record: an offline metric takes under a millisecond to a few, a judge seconds to a minute
+DURATION_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+                    5.0, 10.0, 30.0, 60.0, 120.0)
+#: the boundaries the GenAI conventions give gen_ai.client.token.usage
+TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)
 MAX_LANGUAGES = 16
 _CODE = re.compile(r"[a-z]{2,3}")
 
@@ -70,16 +83,21 @@ class Instruments:
     """groundtrace's instruments on one MeterProvider, shared by every Monitor that records there (two
     sets of the same names on one provider would report each series twice)."""
 
-    def __init__(self, provider: Any, service_name: str) -> None:
+    def __init__(self, provider: Any) -> None:
         meter = provider.get_meter("groundtrace")
-        self.service = service_name
         self._series: list[MonitorSeries] = []
         self._languages: set[str] = set()
-        self._attributes: dict[tuple[str, str, str], dict[str, str]] = {}
+        self._attributes: dict[tuple[str, ...], dict[str, str]] = {}
         self._lock = threading.Lock()
         self.score = meter.create_histogram(
             SCORE, unit="1", explicit_bucket_boundaries_advisory=SCORE_BUCKETS,
             description="Evaluation scores in [0, 1], per metric (higher is better for grounding metrics)")
+        self.duration = meter.create_histogram(
+            DURATION, unit="s", explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+            description="Seconds from a worker taking a record to its Scores")
+        self.tokens = meter.create_histogram(
+            TOKENS, unit="{token}", explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
+            description="Judge tokens, per metric and record, by type (input, output)")
         meter.create_observable_counter(EVALUATIONS, [self._evaluations], unit="{evaluation}",
                                         description="Metric results by outcome: flagged, passed, error")
         for field, description in HEALTH_COUNTERS:
@@ -89,14 +107,9 @@ class Instruments:
                                       description="Records waiting for a worker or being scored")
         meter.create_observable_gauge(WORKERS, [self._workers], unit="{worker}",
                                       description="Worker threads alive (0: the Monitor stopped)")
-        meter.create_observable_gauge(STALLED, [self._stalled], unit="s",
-                                      description="Seconds without progress while records wait (0: none wait)")
-        meter.create_observable_gauge(LATENCY, [self._latency], unit="s",
-                                      description="Scoring latency per record, quantiles of the last 2048")
-        meter.create_observable_counter(DURATION, [self._duration], unit="s",
-                                        description="Seconds spent scoring records (divide by their count)")
+        meter.create_observable_gauge(LAST_PROGRESS, [self._last_progress], unit="s",
+                                      description="Unix time a worker last took or settled a record")
         meter.create_observable_counter(CPU, [self._cpu], unit="s", description="CPU seconds groundtrace used")
-        meter.create_observable_counter(TOKENS, [self._tokens], unit="{token}", description="Judge tokens")
         meter.create_observable_counter(COST, [self._cost], unit="{USD}", description="Judge spend in US dollars")
 
     # ------------------------------------------------------------------------------ per record
@@ -117,10 +130,22 @@ class Instruments:
         return "other"
 
     def score_attributes(self, metric: str, label: str, language: str) -> dict[str, str]:
-        key = (metric, label, language)
+        key = ("score", metric, label, language)
         found = self._attributes.get(key)
         if found is None:  # bounded: metrics x 3 labels x (MAX_LANGUAGES + 2)
-            found = self._attributes[key] = {METRIC: metric, LABEL: label, LANGUAGE: language, SERVICE: self.service}
+            found = self._attributes[key] = {METRIC: metric, LABEL: label, LANGUAGE: language}
+        return found
+
+    def token_attributes(self, metric: str, kind: str, model: str | None) -> dict[str, str]:
+        """gen_ai.client.token.usage's attributes, with the evaluation's name so that the judge's tokens stand
+        apart from the application's own model calls on the same instrument."""
+        key = ("tokens", metric, kind, model or "")
+        found = self._attributes.get(key)
+        if found is None:  # bounded: metrics x 2 types x the judge models configured
+            found = {OPERATION: JUDGE_OPERATION, PROVIDER: JUDGE_PROVIDER, TOKEN_TYPE: kind, METRIC: metric}
+            if model:
+                found[MODEL] = model
+            self._attributes[key] = found
         return found
 
     # ------------------------------------------------------------------------- observed at collection
@@ -136,7 +161,7 @@ class Instruments:
             for key, value in keys(series):
                 totals[key] = totals.get(key, 0) + value
         for key, value in totals.items():
-            yield Observation(value, {**dict(zip(names, key, strict=True)), SERVICE: self.service})
+            yield Observation(value, dict(zip(names, key, strict=True)))
 
     def _evaluations(self, options: CallbackOptions) -> Iterator[Observation]:
         return self._by(lambda s: s.evaluation_counts(), (METRIC, OUTCOME))
@@ -152,28 +177,16 @@ class Instruments:
     def _workers(self, options: CallbackOptions) -> Iterator[Observation]:
         return self._by(lambda s: [((), s.workers())], ())
 
-    def _stalled(self, options: CallbackOptions) -> Iterator[Observation]:
-        worst = max((series.stalled_s() for series in self._all()), default=0.0)
-        yield Observation(worst, {SERVICE: self.service})
-
-    def _latency(self, options: CallbackOptions) -> Iterator[Observation]:
-        """p50 and p95 in seconds, the worst over the Monitors; none before the first record settles (a 0
-        would claim a latency nobody measured)."""
-        quantiles: dict[str, float] = {}
-        for series in self._all():
-            for quantile, seconds in series.latency_s().items():
-                quantiles[quantile] = max(seconds, quantiles.get(quantile, 0.0))
-        for quantile, seconds in quantiles.items():
-            yield Observation(seconds, {"quantile": quantile, SERVICE: self.service})
-
-    def _duration(self, options: CallbackOptions) -> Iterator[Observation]:
-        return self._by(lambda s: [((), s.duration_s)], ())
+    def _last_progress(self, options: CallbackOptions) -> Iterator[Observation]:
+        """The Monitor furthest behind: of those with records waiting, the oldest progress; when none wait,
+        the newest of all (an idle Monitor is not stuck, and `time() - this` then reads its idle time)."""
+        series = self._all()
+        if series:
+            waiting = [s.last_progress for s in series if s.queued()]
+            yield Observation(min(waiting) if waiting else max(s.last_progress for s in series))
 
     def _cpu(self, options: CallbackOptions) -> Iterator[Observation]:
         return self._by(lambda s: [((), s.counts.cpu_s)], ())
-
-    def _tokens(self, options: CallbackOptions) -> Iterator[Observation]:
-        return self._by(lambda s: s.token_counts(), (METRIC, "gen_ai.token.type"))
 
     def _cost(self, options: CallbackOptions) -> Iterator[Observation]:
         return self._by(lambda s: [((metric,), usd) for metric, usd in s.usd.items()], (METRIC,))
@@ -189,23 +202,10 @@ def instruments_for(provider: Any) -> Instruments:
     with _registry_lock:
         found = _by_provider.get(id(provider))
         if found is None or found[0] is not provider:
-            found = _by_provider[id(provider)] = (provider, Instruments(provider, service_name(provider)))
+            found = _by_provider[id(provider)] = (provider, Instruments(provider))
         return found[1]
 
 
-def service_name(provider: Any) -> str:
-    """The service.name of the provider's resource (the SDK's, where it has one), else the SDK's default
-    resource's (OTEL_SERVICE_NAME, read by the SDK), else unknown_service."""
-    resource = getattr(getattr(provider, "_sdk_config", None), "resource", None)  # the SDK keeps it there
-    if resource is None:
-        try:
-            from opentelemetry.sdk.resources import Resource
-        except ImportError:
-            return "unknown_service"
-        resource = Resource.create()
-    name = resource.attributes.get("service.name")
-    return str(name) if name else "unknown_service"
-
-
-__all__ = ["COST", "CPU", "DURATION", "EVALUATIONS", "HEALTH_COUNTERS", "Instruments", "LATENCY", "OUTCOMES",
-           "QUEUED", "SCORE", "SCORE_BUCKETS", "STALLED", "TOKENS", "WORKERS", "instruments_for", "service_name"]
+__all__ = ["COST", "CPU", "DURATION", "DURATION_BUCKETS", "EVALUATIONS", "HEALTH_COUNTERS", "Instruments",
+           "LAST_PROGRESS", "OUTCOMES", "QUEUED", "SCORE", "SCORE_BUCKETS", "TOKENS", "TOKEN_BUCKETS", "WORKERS",
+           "instruments_for"]

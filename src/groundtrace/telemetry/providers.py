@@ -8,6 +8,10 @@
   ``prometheus`` extra) in prometheus_client's default registry, so an application that already serves
   that registry serves these too, and a scrape endpoint on HOST:PORT (one per address, shared by the
   Monitors that name it, stopped when the last of them closes).
+
+Each provider's resource (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, read by the SDK) describes the
+process once: over OTLP as the resource, on the scrape as ``target_info`` (OpenTelemetry's Prometheus
+compatibility spec), never as attributes of every point.
 """
 
 from __future__ import annotations
@@ -64,7 +68,7 @@ def otlp_provider(endpoint: str) -> Any:
 def prometheus_provider() -> Any:
     """groundtrace's own provider whose reader is the OpenTelemetry Prometheus exporter, registered once
     per process in prometheus_client's default registry (a second reader there would repeat every series).
-    Its target_info is off: an application exporting its own would have two."""
+    Its target_info carries the resource: Prometheus joins it to the series on job and instance."""
     with _own_lock:
         if "prometheus" not in _own:
             MeterProvider, Resource = _sdk("prometheus", "the Prometheus endpoint")
@@ -72,7 +76,7 @@ def prometheus_provider() -> Any:
                 from opentelemetry.exporter.prometheus import PrometheusMetricReader
             except ImportError as error:
                 raise missing_extra("prometheus", "the Prometheus endpoint", error) from None
-            reader = PrometheusMetricReader(disable_target_info=True)
+            reader = PrometheusMetricReader()
             _own["prometheus"] = MeterProvider([reader], resource=Resource.create())
         return _own["prometheus"]
 

@@ -1,10 +1,11 @@
 """One Monitor's share of the metrics: what it counts as its records settle, on its worker threads.
 
 The counts are plain numbers under a lock (well under a µs each); the provider's observable instruments
-read them when it collects (groundtrace.telemetry.instruments). The one SDK call per record is the score
-histogram, one measurement per metric value; a flagged answer's measurement is recorded under the
-request's span context, rebuilt from the record's trace and span ids (the request's span has long ended
-when its score arrives), so the SDK keeps it as an exemplar that leads from a spike to the trace.
+read them when it collects (groundtrace.telemetry.instruments). The SDK calls per record are the
+histograms': the scoring duration, one score per metric value, the judge's tokens. A flagged answer's
+score is recorded under the request's span context, rebuilt from the record's trace and span ids (the
+request's span has long ended when its score arrives), so the SDK keeps it as an exemplar that leads from
+a spike to the trace.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from groundtrace.telemetry.instruments import Instruments
 
 class MonitorSeries:
     """``counts``: the Monitor's own MonitorStats object (held, so its counters never go back down, even
-    after the Monitor is gone); ``monitor``: read weakly for the gauges (queue, workers, latency)."""
+    after the Monitor is gone); ``monitor``: read weakly for the gauges (queue, workers)."""
 
     def __init__(self, monitor: Any, counts: Any, metric_names: Sequence[str],
                  bind: Callable[[], Instruments | None], on_close: Callable[[], None] | None = None) -> None:
@@ -34,10 +35,10 @@ class MonitorSeries:
         self._instruments: Instruments | None = None
         self._lock = threading.Lock()
         self._evaluations = {(name, outcome): 0 for name in self.names for outcome in OUTCOMES}
-        self._tokens = {(name, kind): 0 for name in self.names for kind in ("input", "output")}
         self.usd = dict.fromkeys(self.names, 0.0)
-        self.duration_s = 0.0
-        self._progress_at = time.monotonic()
+        #: Unix time a worker last took or settled a record (Prometheus practice: export the time, and let
+        #: a query take `time() - it`); the Monitor's start until then
+        self.last_progress = time.time()
         self.closed = False
         #: the scrape endpoint this Monitor serves its metrics on (telemetry "prometheus"), else None
         self.endpoint: Any = None
@@ -61,12 +62,12 @@ class MonitorSeries:
     # ----------------------------------------------------------------------- the worker's side
     def progress(self) -> None:
         """A worker took a batch or settled a record: the Monitor is not stalled."""
-        self._progress_at = time.monotonic()
+        self.last_progress = time.time()
 
     def settled(self, record: Record, evaluations: Evaluations | bytes | None, latency_ms: float | None) -> None:
         """Count a settled record. ``evaluations``: its summary, or the scoring process's encoding of it,
         decoded only once there are instruments to record on. Per record, so kept lean."""
-        self._progress_at = time.monotonic()
+        self.last_progress = time.time()
         instruments = self._instruments or self.instruments()
         if instruments is None:  # "auto" with no MeterProvider yet: nothing reads these counts
             return
@@ -74,19 +75,19 @@ class MonitorSeries:
             evaluations = Evaluations.decode(evaluations)
         results = evaluations.results if evaluations is not None else ()
         with self._lock:
-            if latency_ms is not None:
-                self.duration_s += latency_ms / 1000.0
             for name, result in zip(self.names, results):  # noqa: B905 - one result per metric, in order
                 self._evaluations[(name, result.outcome)] += 1
-                if result.input_tokens or result.output_tokens or result.usd:
-                    self._tokens[(name, "input")] += result.input_tokens
-                    self._tokens[(name, "output")] += result.output_tokens
-                    self.usd[name] += result.usd
+                self.usd[name] += result.usd
+        if latency_ms is not None:
+            instruments.duration.record(latency_ms / 1000.0)
         if evaluations is None:
             return
         language = instruments.language(record.language or evaluations.language)
         context = None
         for name, result in zip(self.names, results):  # noqa: B905
+            if result.input_tokens or result.output_tokens:  # a judge was asked: both types, as upstream records
+                for kind, count in (("input", result.input_tokens), ("output", result.output_tokens)):
+                    instruments.tokens.record(count, instruments.token_attributes(name, kind, result.model))
             if result.value is None:
                 continue
             if result.hallucinated and context is None:
@@ -99,10 +100,6 @@ class MonitorSeries:
         with self._lock:
             return [(key, count) for key, count in self._evaluations.items()]
 
-    def token_counts(self) -> list[tuple[tuple[str, ...], float]]:
-        with self._lock:
-            return [(key, count) for key, count in self._tokens.items()]
-
     def queued(self) -> int:
         monitor = self._monitor()
         return 0 if monitor is None or self.closed else monitor.stats.queued
@@ -110,18 +107,6 @@ class MonitorSeries:
     def workers(self) -> int:
         monitor = self._monitor()
         return 0 if monitor is None or self.closed else monitor.workers_alive
-
-    def stalled_s(self) -> float:
-        """Seconds since the last progress, while records wait; 0 when none do."""
-        return time.monotonic() - self._progress_at if self.queued() else 0.0
-
-    def latency_s(self) -> dict[str, float]:
-        monitor = self._monitor()
-        if monitor is None:
-            return {}
-        stats = monitor.stats
-        found = {"0.5": stats.latency_ms_p50, "0.95": stats.latency_ms_p95}
-        return {quantile: ms / 1000.0 for quantile, ms in found.items() if ms is not None}
 
 
 def request_context(record: Record) -> Any:
