@@ -54,12 +54,13 @@ def test_a_key_for_openai_is_enough(no_judge, monkeypatch):
 def test_a_local_server_needs_no_key_and_the_command_goes_on(no_judge, monkeypatch, tmp_path):
     pytest.importorskip("openai")
     # a loopback port nobody listens on: the judge is configured, so scoring starts and each record gets
-    # the connection error as its Score
+    # the connection error as its Score (and the command exits 3: a judge that is down measured nothing)
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
     out = tmp_path / "scores.jsonl"
     result = runner.invoke(app, ["score", str(no_judge), "-m", "faithfulness", "-o", str(out),
                                  "-O", "faithfulness.max_retries=0"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output  # scored, and every record failed: exit 3, not 0
+    assert "faithfulness: 2 of 2 records failed, nothing measured (exit 3)" in result.stderr
     scores = [json.loads(line)["scores"][0] for line in out.read_text(encoding="utf-8").splitlines()]
     assert len(scores) == 2 and all("judge error (connection)" in s["error"] for s in scores)
 

@@ -7,11 +7,16 @@ table), without their contexts.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from groundtrace.record import Record
 from groundtrace.score import ScoredRecord
+
+#: distinct error messages counted per metric; later new ones are not (constant memory over a million records,
+#: and an outage's message is among the first)
+DISTINCT_ERRORS = 50
 
 
 @dataclass
@@ -24,6 +29,18 @@ class MetricTally:
     latency_sum_ms: float = 0.0
     latency_count: int = 0
     first_error: str | None = None  # what went wrong, said once in the summary instead of only in the file
+    error_counts: Counter[str] = field(default_factory=Counter)  # message -> records, the first DISTINCT_ERRORS
+
+    @property
+    def all_failed(self) -> bool:
+        """The metric scored none of its records (a judge that is down, a model that cannot load)."""
+        return self.records > 0 and self.errors == self.records
+
+    @property
+    def most_common_error(self) -> tuple[str, int] | None:
+        """The message most records failed with, and how many; None when none failed."""
+        found = self.error_counts.most_common(1)
+        return found[0] if found else None
 
     @property
     def ok(self) -> int:
@@ -62,8 +79,11 @@ class Tally:
                 metric.flagged += bool(score.hallucinated)
             else:
                 metric.errors += 1
+                message = score.error or "the metric returned no value"
                 if metric.first_error is None:
-                    metric.first_error = score.error or "the metric returned no value"
+                    metric.first_error = message
+                if message in metric.error_counts or len(metric.error_counts) < DISTINCT_ERRORS:
+                    metric.error_counts[message] += 1
             if score.latency_ms is not None:
                 metric.latency_sum_ms += score.latency_ms
                 metric.latency_count += 1

@@ -4,8 +4,11 @@ bar and the summary tables."""
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional, TextIO
 
 import typer
 from rich.console import Console
@@ -22,6 +25,14 @@ if TYPE_CHECKING:
 
 console = Console(stderr=True)
 out = Console()
+
+# the exit codes of the command line (docs/reference/cli.md lists them); click's own usage errors are 2 too
+EXIT_GATE = 1  # a --max-flagged gate failed
+EXIT_USAGE = 2  # the run could not start: a usage error, an unknown metric, a missing file or extra
+EXIT_METRIC_FAILED = 3  # a metric failed on every record: it measured nothing (a judge that is down)
+
+#: -o - : the JSONL goes to stdout, and everything else the command says to stderr
+STDOUT = "-"
 
 # what `watch` and `report` say of a scores file with no records: why there may be none, and how to check
 NO_RECORDS_WHY = (
@@ -91,6 +102,32 @@ def json_or_text(raw: str) -> Any:
         return raw
 
 
+def to_stdout(output: Path | str | None) -> bool:
+    return output is not None and str(output) == STDOUT
+
+
+def tables_console(output: Path | str | None) -> Console:
+    """Where a command's tables go: stdout, unless stdout carries the JSONL (-o -)."""
+    return console if to_stdout(output) else out
+
+
+@contextmanager
+def jsonl_output(output: Path | str | None) -> Iterator[TextIO | None]:
+    """-o: a file written anew; - : stdout (flushed, never closed); none: None."""
+    if output is None:
+        yield None
+    elif to_stdout(output):
+        yield sys.stdout
+        sys.stdout.flush()
+    else:
+        with open(output, "w", encoding="utf-8") as handle:
+            yield handle
+
+
+def written_to(output: Path | str) -> str:
+    return "stdout" if to_stdout(output) else str(output)
+
+
 def progress_bar() -> Progress:
     return Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -132,10 +169,24 @@ def summary_table(tally: Tally, title: str = "Scores") -> Table:
 
 
 def failure_lines(tally: Tally) -> list[str]:
-    """One line per metric that failed on some records, with the first reason: an error Score is never only in
-    the file."""
-    return [f"[yellow]{name}: {metric.errors} of {metric.records} records failed[/yellow], e.g. {shown(metric.first_error)}"
-            for name, metric in tally.metrics.items() if metric.errors and metric.first_error]
+    """One line per metric that failed on some records, with a reason: an error Score is never only in the file.
+    A metric that failed on every record measured nothing: its line is red and names the most common reason."""
+    lines = []
+    for name, metric in tally.metrics.items():
+        common = metric.most_common_error
+        if metric.all_failed and common:
+            lines.append(f"[red]{name}: {metric.errors} of {metric.records} records failed, nothing measured "
+                         f"(exit {EXIT_METRIC_FAILED})[/red]; the most common error ({common[1]} record{'s' * (common[1] != 1)}): "
+                         f"{shown(common[0])}")
+        elif metric.errors and metric.first_error:
+            lines.append(f"[yellow]{name}: {metric.errors} of {metric.records} records failed[/yellow], "
+                         f"e.g. {shown(metric.first_error)}")
+    return lines
+
+
+def failed_metrics(tally: Tally) -> list[str]:
+    """The metrics that failed on every record they were given."""
+    return [name for name, metric in tally.metrics.items() if metric.all_failed]
 
 
 def records_table(rows: Sequence[ScoredRecord], limit: int = 20) -> Table:

@@ -4,8 +4,8 @@ sinks, with a summary and the --max-flagged gates."""
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Sequence
-from contextlib import nullcontext
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
@@ -20,16 +20,23 @@ from groundtrace.cli.common import (
     MetricsOption,
     OptionsOption,
     SchemaOption,
+    EXIT_GATE,
+    EXIT_METRIC_FAILED,
+    EXIT_USAGE,
     console,
     engine_options,
+    failed_metrics,
     failure_lines,
     json_or_text,
-    out,
+    jsonl_output,
     parse_options,
     progress_bar,
     records_table,
     shown,
     summary_table,
+    tables_console,
+    to_stdout,
+    written_to,
 )
 from groundtrace.config import Settings
 from groundtrace.score import ScoredRecord
@@ -61,8 +68,7 @@ def score_file(input_path: str, metrics: Sequence[str] | str | None, output: Pat
     try:
         # the metrics' preflight runs here: a metric that cannot run at all stops the command before -o is written
         rows = score_stream(items, metrics, options=options, workers=workers, mask=settings.mask, **(engine or {}))
-        sink = open(output, "w", encoding="utf-8") if output else nullcontext(None)
-        with sink as handle, progress_bar() as progress:
+        with jsonl_output(output) as handle, progress_bar() as progress:
             task = progress.add_task("scoring", total=total)
             for row in rows:
                 tally.add(row)
@@ -152,13 +158,18 @@ def _backfill(spec: str, metrics: Sequence[str] | str | None, output: Path | Non
 
         def done(row: ScoredRecord) -> None:
             tally.add(row)
+            if stdout:  # -o -: the lines go out as they are scored; a file is appended to (and resumed) by backfill
+                sys.stdout.write(row.model_dump_json() + "\n")
+                sys.stdout.flush()
             progress.advance(task)
 
+        stdout = to_stdout(output)
         try:
             summary = backfill(source, names,
                                lambda records, select: score_stream(records, names, options=options, workers=workers,
                                                                     select=select, **engine),
-                               filters=filters, sinks=built, output=output, rescore=rescore, on_result=done,
+                               filters=filters, sinks=built, output=None if stdout else output, rescore=rescore,
+                               on_result=done,
                                mask=settings.mask, capture_text=settings.capture_text)
         finally:
             close_sinks(built)
@@ -170,7 +181,7 @@ def score_command(
     input_path: Annotated[Optional[str], typer.Argument(help="Records (question, contexts, answer, ...; or RAGAS / DeepEval fields, see --schema) as JSONL, .csv or .parquet; - for JSONL on stdin. Or use --from.")] = None,
     source: Annotated[Optional[str], typer.Option("--from", help="Score logged requests instead of a file: otel-json:PATH, phoenix:PROJECT, mlflow:EXPERIMENT, langfuse[:PROJECT], langsmith:PROJECT.")] = None,
     metrics: MetricsOption = None,
-    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Where to write scored records (JSONL). With --from, appended to: a rerun skips the ids already there.")] = None,
+    output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Where to write scored records (JSONL); - for stdout (the tables and messages then go to stderr). With --from, a file is appended to: a rerun skips the ids already there.")] = None,
     workers: Annotated[int, typer.Option(help="Records scored concurrently.")] = 1,
     option: OptionsOption = None,
     show: Annotated[int, typer.Option(help="Records to show in the per-record table (0: none).")] = 0,
@@ -189,10 +200,11 @@ def score_command(
     max_flagged: Annotated[Optional[list[str]], typer.Option("--max-flagged", help="A CI gate, METRIC=SHARE (e.g. grounding=0.1 or grounding=10%): exit 1 when more than SHARE of the records are flagged by METRIC; records it could not score count as flagged (repeatable).")] = None,
 ) -> None:
     """Score every record of a file (JSONL, CSV or Parquet; groundtrace, RAGAS or DeepEval fields), or the logged
-    requests of a platform (--from), and print a per-metric summary; with --max-flagged, exit 1 when a gate fails."""
+    requests of a platform (--from), and print a per-metric summary; with --max-flagged, exit 1 when a gate fails;
+    exit 3 when a metric failed on every record."""
     if (input_path is None) == (source is None):
         console.print("[red]error:[/red] give a file or --from SOURCE (one of the two)")
-        raise typer.Exit(2)
+        raise typer.Exit(EXIT_USAGE)
     summary = None
     ray = engine_options(engine, address, actors, batch_size)
     try:
@@ -216,11 +228,12 @@ def score_command(
         raise
     except (KeyError, ValueError, FileNotFoundError, RuntimeError, ImportError, ConnectionError) as error:
         console.print(f"[red]error:[/red] {shown(error)}", soft_wrap=True)  # one line, for grep
-        raise typer.Exit(2) from None
+        raise typer.Exit(EXIT_USAGE) from None
+    tables = tables_console(output)
     if show:
-        out.print(records_table(tally.kept, show))
+        tables.print(records_table(tally.kept, show))
     if tally.count:
-        out.print(summary_table(tally))
+        tables.print(summary_table(tally))
     for line in failure_lines(tally):
         console.print(line, soft_wrap=True)
     if summary is not None:
@@ -228,13 +241,16 @@ def score_command(
         for failure in summary.failures:
             console.print(f"[yellow]failed:[/yellow] {shown(failure)}")
     if output:
-        console.print(f"wrote {tally.count} scored records to {output}")
+        console.print(f"wrote {tally.count} scored records to {written_to(output)}")
     results = [gate.check(tally) for gate in gates]
     for result in results:
         # one line each, never wrapped: a CI log is read with grep
         console.print(result.line(), style=None if result.passed else "red", markup=False, highlight=False, soft_wrap=True)
+    # a metric that measured nothing makes its gate meaningless: that is said first (3 before 1)
+    if failed_metrics(tally):
+        raise typer.Exit(EXIT_METRIC_FAILED)
     if not all(result.passed for result in results):
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_GATE)
 
 
 def _gates(specs: Sequence[str] | None, scored: Sequence[str]) -> list[Gate]:
