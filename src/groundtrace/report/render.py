@@ -29,7 +29,7 @@ def _details_json(details: Mapping[str, Any]) -> str:
     return text if len(text) <= DETAILS_CHARS else text[:DETAILS_CHARS] + "\n…"
 
 
-def _environment() -> Environment:
+def environment() -> Environment:
     # Autoescape everywhere: questions, answers, contexts, reasons and even metric names and ids
     # are untrusted text.
     env = Environment(loader=PackageLoader("groundtrace", "report"), autoescape=True, undefined=StrictUndefined,
@@ -49,7 +49,7 @@ def _page(rows: Sequence[ScoredRecord], labelled: Mapping[str, Mapping[str, Any]
     metrics = metric_names(rows)
     records = [record_view(i, row, metrics, gold) for i, (row, gold) in enumerate(zip(rows, golds, strict=True))]
     with_labels = sum(1 for g in golds if g is not None and g.label is not None)
-    html = _environment().get_template("report.html.j2").render(
+    html = environment().get_template("report.html.j2").render(
         source=source,
         metrics=metrics,
         summaries=summarize(rows, golds),
