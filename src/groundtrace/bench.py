@@ -60,12 +60,17 @@ def load_labelled(path: str | Path, limit: int | None = None, schema: str | None
             raise ValueError(f"{path}: {row.message}")
         label = row.get("label")
         if label not in (0, 1, True, False):
-            raise ValueError(f"{path}: record {row.get('id')!r} has no 0/1 'label' (got {label!r})")
-        groups = {key: str(row[key]) for key in keys if row.get(key) not in (None, "")}
-        items.append(Labelled(row, int(label), groups))
+            raise ValueError(f"{path}: record {row.get('id')!r} has no 0/1 'label' (got {label!r}); "
+                             "or give the labels apart: --labels FILE (a `groundtrace review` labels file)")
+        items.append(labelled(row, int(label), keys))
         if limit and len(items) >= limit:
             break
     return items
+
+
+def labelled(row: Mapping[str, Any], label: int, keys: Sequence[str] = GROUP_KEYS) -> Labelled:
+    """A record under groundtrace's names with its 0/1 label, grouped by ``keys`` (see :func:`group_keys`)."""
+    return Labelled(row, label, {key: str(row[key]) for key in keys if row.get(key) not in (None, "")})
 
 
 def _reset_caches(metric: Metric) -> None:
@@ -267,7 +272,7 @@ def bench_metric(
 
 
 def run_bench(
-    path: str | Path,
+    path: str | Path | None,
     metrics: Sequence[str | Metric] | str,
     *,
     threshold: float | None = None,
@@ -278,20 +283,28 @@ def run_bench(
     engine: Mapping[str, Any] | None = None,
     schema: str | None = None,
     by: Sequence[str] = (),
+    items: Sequence[Labelled] | None = None,
 ) -> dict[str, BenchResult]:
-    """Bench every metric on ``path``; ``progress(metric_name, total)`` may return a tick callback.
+    """Bench every metric on ``path``, or on ``items`` already labelled (records joined with a labels
+    file, read from a platform with its human labels; ``path``, when given, is still the file they came
+    from); ``progress(metric_name, total)`` may return a tick callback.
     ``by``: row keys to break the figures down by besides task and language ('session': session_id).
     ``engine``: where the records are scored, as keywords of :func:`groundtrace.stream.score_stream`
     (e.g. ``{"engine": "ray", "actors": 2}``; default: this process). ``schema``: the layout of both
     files (default: detected from each file's keys)."""
     if threshold is not None and threshold_from is not None:
         raise ValueError("give either a threshold or a file to fit one on, not both")
-    items = load_labelled(path, limit, schema, by)
+    if items is None:
+        if path is None:
+            raise ValueError("bench needs a labelled file or labelled records")
+        items = load_labelled(path, limit, schema, by)
     reference = load_labelled(threshold_from, limit, schema) if threshold_from else None
     results = {}
     built = build_metrics(metrics, options)
     # the whole file, not the first ``limit`` records: a part of a training file is in-sample too
-    digest = records_sha256(read_layout(path, schema).rows) if any(trained_on(m) for m in built) else None
+    digest = None
+    if any(trained_on(m) for m in built):
+        digest = records_sha256(read_layout(path, schema).rows if path is not None else [i.raw for i in items])
     # a model that is not there (or, scoring here, does not load) stops the bench before the first record
     preflight(built, load=not engine or engine.get("engine", "local") == "local")
     for metric in built:

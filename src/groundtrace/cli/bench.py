@@ -26,10 +26,27 @@ from groundtrace.cli.common import (
     progress_bar,
     shown,
 )
+from groundtrace.cli.labelled_input import (
+    AboveOption,
+    BelowOption,
+    FromOption,
+    LabelMapOption,
+    LabelNameOption,
+    LabelsOption,
+    SourceOptionOption,
+    read_labelled,
+)
 
 
 def bench_command(
-    input_path: Annotated[Path, typer.Argument(help="Labelled records (label 1 = hallucinated; JSONL, CSV or Parquet), shaped like shared/data or in a --schema layout.")],
+    input_path: Annotated[Optional[Path], typer.Argument(help="Labelled records (label 1 = hallucinated; JSONL, CSV or Parquet), shaped like shared/data or in a --schema layout; or records and --labels FILE. Or use --from.")] = None,
+    source: FromOption = None,
+    labels: LabelsOption = None,
+    label_name: LabelNameOption = None,
+    label_map: LabelMapOption = None,
+    label_below: BelowOption = None,
+    label_above: AboveOption = None,
+    source_option: SourceOptionOption = None,
     metrics: MetricsOption = None,
     threshold: Annotated[Optional[float], typer.Option(help="Threshold on the metric's own scale.")] = None,
     threshold_from: Annotated[
@@ -55,10 +72,14 @@ def bench_command(
             return lambda: progress.advance(task)
 
         try:
-            results = run_bench(input_path, metrics or ["grounding"], threshold=threshold, threshold_from=threshold_from,
+            read = read_labelled(input_path, source, labels, label_name, label_map, label_below, label_above,
+                                 source_option, limit=limit, schema=schema, by=by or ())
+            if read.count is not None:
+                (console if as_json else out).print(read.count.line(), markup=False, soft_wrap=True)
+            results = run_bench(read.path, metrics or ["grounding"], threshold=threshold, threshold_from=threshold_from,
                                 options=parse_options(option), limit=limit, progress=tick,
                                 engine=engine_options(engine, address, actors, batch_size), schema=schema,
-                                by=by or ())
+                                by=by or (), items=read.items)
         except (KeyError, ValueError, FileNotFoundError, ImportError, ConnectionError, RuntimeError) as error:
             console.print(f"[red]error:[/red] {shown(error)}", soft_wrap=True)  # one line, for grep
             raise typer.Exit(2) from None
@@ -69,7 +90,7 @@ def bench_command(
             if r.trained_on:
                 console.print(in_sample_line(name, r.trained_on), style="yellow", markup=False, soft_wrap=True)
         return
-    table = Table(title=f"bench: {input_path.name}")
+    table = Table(title=f"bench: {read.name}")
     for column in ("metric", "group", "n", "AUC", "F1", "precision", "recall", "bal. acc.", "threshold", "rec/s"):
         table.add_column(column, justify="left" if column in ("metric", "group") else "right")
     for name, r in results.items():

@@ -9,14 +9,32 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
+from groundtrace._extras import require_extra
 from groundtrace.cli.common import MetricsOption, OptionsOption, SchemaOption, console, fmt, out, parse_options, progress_bar, shown
+from groundtrace.cli.labelled_input import (
+    AboveOption,
+    BelowOption,
+    FromOption,
+    LabelMapOption,
+    LabelNameOption,
+    LabelsOption,
+    SourceOptionOption,
+    read_labelled,
+)
 
 DEFAULT_COMPONENTS = ["grounding", "lexical", "facts"]
 DEFAULT_OUT = Path("groundtrace-verdict.json")
 
 
 def fit_command(
-    input_path: Annotated[Path, typer.Argument(help="Labelled records (label 1 = unsupported; JSONL, CSV or Parquet, any layout `score` reads).")],
+    input_path: Annotated[Optional[Path], typer.Argument(help="Labelled records (label 1 = unsupported; JSONL, CSV or Parquet, any layout `score` reads), or records and --labels FILE. Or use --from.")] = None,
+    source: FromOption = None,
+    labels: LabelsOption = None,
+    label_name: LabelNameOption = None,
+    label_map: LabelMapOption = None,
+    label_below: BelowOption = None,
+    label_above: AboveOption = None,
+    source_option: SourceOptionOption = None,
     metrics: MetricsOption = None,
     target: Annotated[str, typer.Option(help="What the threshold is chosen for: balanced_accuracy (default: it does not move with the share of unsupported answers), mcc, f1, cost=FN:FP (e.g. cost=5:1: a missed unsupported answer costs 5 false flags), precision>=P, recall>=R or rate=SHARE (the share flagged).")] = "balanced_accuracy",
     output: Annotated[Path, typer.Option("--out", "-o", help="Where to write the verdict file.")] = DEFAULT_OUT,
@@ -33,17 +51,21 @@ def fit_command(
     """Fit one calibrated verdict from several metrics to your labelled answers: the `combined` metric reads the file."""
     import numpy as np
 
-    from groundtrace.bench import load_labelled
     from groundtrace.combine.fitting import Target, fit
     from groundtrace.combine.labels import fit_inputs, metric_scores, read_scored
     from groundtrace.provenance import records_sha256
 
     names = metrics or DEFAULT_COMPONENTS
     try:
+        require_extra("fit", "groundtrace fit", "sklearn")  # before the labels are read and scored, not after
         goal = Target.parse(target)
         if not 0.0 < share < 1.0:
             raise ValueError(f"--share {share}: a share in (0, 1)")
-        items = load_labelled(input_path, limit=limit, schema=schema)
+        read = read_labelled(input_path, source, labels, label_name, label_map, label_below, label_above, source_option,
+                             limit=limit, schema=schema)
+        items = read.items
+        if read.count is not None:  # what the join left out, before the fit refuses too few
+            (console if as_json else out).print(read.count.line(), markup=False, soft_wrap=True)
         options = parse_options(option)
         with progress_bar() as progress:
             def tick(name: str, total: int):
@@ -60,12 +82,12 @@ def fit_command(
         result = fit(inputs.values, inputs.labels, inputs.languages, inputs.groups, names, goal,
                      options=[options.get(name, {}) for name in names], costly=costly_values, share=share,
                      costly_options=options.get(escalate or "", {}), seed=seed)
-    except (KeyError, ValueError, FileNotFoundError, ImportError) as error:  # ImportError: the fit extra
+    except (KeyError, ValueError, FileNotFoundError, ImportError, RuntimeError) as error:  # ImportError: an extra; RuntimeError: a platform
         console.print(f"[red]error:[/red] {shown(error)}", soft_wrap=True)
         raise typer.Exit(2) from None
     verdict = result.verdict
-    fitted = {**verdict.fitted, "file": input_path.name, "target": str(goal), "seed": seed,
-              "trained_on": [{"name": input_path.name, "sha256": records_sha256(i.raw for i in items)}]}
+    fitted = {**verdict.fitted, "file": read.name, "target": str(goal), "seed": seed,
+              "trained_on": [{"name": read.name, "sha256": records_sha256(i.raw for i in items)}]}
     if costly is not None:
         fitted["escalation_cost"] = _cost(costly)
     final = type(verdict)(components=verdict.components, model=verdict.model, threshold=verdict.threshold,
