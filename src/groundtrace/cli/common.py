@@ -77,6 +77,9 @@ SchemaOption = Annotated[Optional[str], typer.Option(
 def engine_options(engine: str, address: str | None, actors: int, batch_size: int) -> dict[str, Any]:
     """What groundtrace.stream.score_stream takes besides the records: the engine, and Ray's settings."""
     if engine == "ray":
+        from groundtrace._extras import require_extra
+
+        require_extra("ray", "--engine ray", "ray")  # before any record is read or scored
         return {"engine": "ray", "address": address, "actors": actors, "batch_size": batch_size}
     if engine != "local":
         raise typer.BadParameter(f"'{engine}' is not an engine; choose local or ray", param_hint="--engine")

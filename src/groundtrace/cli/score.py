@@ -206,8 +206,8 @@ def score_command(
         console.print("[red]error:[/red] give a file or --from SOURCE (one of the two)")
         raise typer.Exit(EXIT_USAGE)
     summary = None
-    ray = engine_options(engine, address, actors, batch_size)
     try:
+        ray = engine_options(engine, address, actors, batch_size)
         if source is not None and schema is not None:
             raise ValueError("--schema is the layout of a file; a --from source has its own")
         options = parse_options(option)
