@@ -11,10 +11,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional, TextIO
 
 import typer
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
 from groundtrace.config import Settings
 from groundtrace.redaction import redact
@@ -192,20 +194,45 @@ def failed_metrics(tally: Tally) -> list[str]:
     return [name for name, metric in tally.metrics.items() if metric.all_failed]
 
 
+ANSWER_CHARS = 60  # the answer column shows its beginning; the flagged text is shown whole
+LONGEST_WORD = 30  # the unsupported column is at least as wide as its longest word, up to this
+
+
 def records_table(rows: Sequence[ScoredRecord], limit: int = 20) -> Table:
+    """The first ``limit`` records: id, the answer's beginning, each metric's value, and every unsupported span
+    whole, quoted, one per line in the answer's order, wrapped between words (a word is never cut, so the flagged text can be read and
+    searched for; only a word wider than LONGEST_WORD folds, and no character is dropped)."""
+    shown_rows = rows[:limit]
+    spans = [_flagged_texts(row) for row in shown_rows]
+    longest = max((cell_len(word) for texts in spans for text in texts for word in text.split()), default=0)
     table = Table(title="Per record", show_lines=False)
     table.add_column("id")
     table.add_column("answer")
-    metrics = list(dict.fromkeys(s.metric for r in rows for s in r.scores))
+    metrics = list(dict.fromkeys(s.metric for r in shown_rows for s in r.scores))
     for name in metrics:
-        table.add_column(name, justify="right")
-    table.add_column("unsupported")
-    for row in rows[:limit]:
+        table.add_column(name, justify="right", no_wrap=True)
+    table.add_column("unsupported", min_width=min(longest + 2, LONGEST_WORD), overflow="fold")
+    for row, texts in zip(shown_rows, spans, strict=True):
         cells = []
         for name in metrics:
             s = row.score(name)
             cells.append("error" if s is None or not s.ok else f"{s.value:.2f}{' ⚠' if s.hallucinated else ''}")
-        spans = sorted({sp.text for s in row.scores for sp in s.spans})
-        answer = (row.record.answer or "")[:60] + ("…" if len(row.record.answer or "") > 60 else "")
-        table.add_row(row.id or "", answer, *cells, ", ".join(spans)[:50])
+        # Text, not markup: an answer's own brackets are shown, never read as styles
+        table.add_row(Text(row.id or ""), Text(_beginning(row.record.answer or "", ANSWER_CHARS)), *cells,
+                      Text("\n".join(f'"{text}"' for text in texts)))
     return table
+
+
+def _flagged_texts(row: ScoredRecord) -> list[str]:
+    """Each distinct span text any metric flagged, in the order they stand in the answer."""
+    ordered = sorted((sp for s in row.scores for sp in s.spans), key=lambda sp: (sp.start, sp.end))
+    return list(dict.fromkeys(" ".join(sp.text.split()) for sp in ordered))
+
+
+def _beginning(text: str, chars: int) -> str:
+    """``text`` up to about ``chars`` characters, ended between two words with … where it was longer."""
+    text = " ".join(text.split())
+    if len(text) <= chars:
+        return text
+    cut = text.rfind(" ", 0, chars + 1)
+    return text[:cut if cut > 0 else chars].rstrip(" ,;:") + " …"

@@ -75,7 +75,8 @@ def render(row: Any, scores: list[Any], arrived: str | None = None) -> Any:
             block.append("no verdict", style="dim")
         block.append("\n")
         if score.hallucinated and score.spans:
-            phrases = ", ".join(f'"{" ".join(span.text.split())[:60]}"' for span in score.spans[:PHRASES])
+            # each phrase whole: a cut one cannot be found in the answer (the terminal wraps the line)
+            phrases = ", ".join(f'"{" ".join(span.text.split())}"' for span in score.spans[:PHRASES])
             more = f" (+{len(score.spans) - PHRASES} more)" if len(score.spans) > PHRASES else ""
             block.append(f"    {phrases}{more}\n", style="red")
     return block
