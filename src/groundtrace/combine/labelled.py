@@ -129,7 +129,7 @@ def labelled_from_source(spec: str, *, label_name: str | None = None, label_map:
     chosen = latest(found, label_name)
     if records and not chosen:
         names = names_on(found)
-        there = (", ".join(f"{name} ({n} records)" for name, n in names.most_common()) if names
+        there = (", ".join(f"{name} (on {n})" for name, n in names.most_common()) if names
                  else "none: nobody has labelled these records there yet")
         raise ValueError(f"no human label named {label_name!r} on the {len(records)} records read from {source.spec}; "
                          f"the human labels there are named: {there}")

@@ -117,7 +117,9 @@ def _phoenix(source: Any, records: Sequence[Record]) -> Iterator[HumanLabel]:
     except httpx.TransportError as error:
         raise unreachable("Phoenix", source.url, error, "start it (phoenix serve) or point PHOENIX_COLLECTOR_ENDPOINT "
                           "at it") from None
-    for annotation in annotations:
+    # Phoenix lists the newest first and keeps whole seconds: read oldest first, so that of two labels
+    # written within one second the later counts
+    for annotation in reversed(annotations):
         if annotation.get("annotator_kind") != "HUMAN" or annotation.get("span_id") not in by_span:
             continue
         result = annotation.get("result") or {}
