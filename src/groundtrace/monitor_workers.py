@@ -317,6 +317,8 @@ class Workers:
                                     capture_text=self.capture_text or self.isolation == "process")
         except Exception:
             log.exception("groundtrace: delivering record %s failed", item.record.id)
+        if self.telemetry is not None:  # before it counts as settled: a flush() returns with its metrics recorded
+            self._record_metrics(item, outcome)
         with self._lock:
             bucket = "dropped" if outcome.status == "dropped" else \
                 "scored" if outcome.status == "scored" and outcome.unscored is None else "failed"
@@ -335,8 +337,6 @@ class Workers:
             self._idle.notify_all()
         if stored and self.default_store is not None:
             announce(self.default_store)  # once per process: the first record that reached the default store
-        if self.telemetry is not None:
-            self._record_metrics(item, outcome)
 
     def _record_metrics(self, item: Item, outcome: Outcome) -> None:
         """The Monitor's metrics of one settled record, here on the worker's thread (never the application's)."""
