@@ -25,6 +25,8 @@ Everything else receives a :class:`Settings` (or plain arguments) and reads no e
     GROUNDTRACE_VERDICT_FILE     the verdict file of the `combined` metric (written by `groundtrace fit`;
                                  default: the one shipped with groundtrace)
     GROUNDTRACE_PROGRESS         1: the command line shows progress bars even when not on a terminal
+    GROUNDTRACE_TRACE_URL        `groundtrace report`'s link per record to its trace, a URL template such as
+                                 http://localhost:6006/redirects/traces/{trace_id} (its --trace-url wins)
     GROUNDTRACE_JUDGE_MODEL      the LLM judge's model; setting it adds faithfulness to the default metrics
     OPENAI_BASE_URL              the OpenAI-compatible endpoint of the judge and the openai embedder
     OPENAI_API_KEY               its key (a local server needs none)
@@ -143,6 +145,11 @@ def default_metrics(settings: Settings | JudgeSettings | Mapping[str, str] | Non
 def verdict_file(environ: Mapping[str, str] | None = None) -> str | None:
     """GROUNDTRACE_VERDICT_FILE: the `combined` metric's fitted file, when no ``file`` option names one."""
     return _text(_environ(environ), "GROUNDTRACE_VERDICT_FILE")
+
+
+def trace_url(environ: Mapping[str, str] | None = None) -> str | None:
+    """GROUNDTRACE_TRACE_URL: the report's URL template of a record's trace (groundtrace.report.trace_links)."""
+    return _text(_environ(environ), "GROUNDTRACE_TRACE_URL")
 
 
 def _cpu_budget(env: Mapping[str, str]) -> float | None:

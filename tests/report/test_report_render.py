@@ -1,3 +1,5 @@
+import json
+
 import numpy as np
 
 from groundtrace.classification import roc_auc
@@ -114,7 +116,11 @@ def test_markup_in_any_text_is_shown_as_text_never_run():
     html = render_report(rows())
     assert XSS not in html and "<img src=x" not in html
     doc = parse(html)
-    assert len(doc.find_all("script")) == 1 and not doc.find_all("img")  # only the report's own script
+    # the report's own scripts (the shared views' and the table's) and the views' data, which is JSON, not code
+    scripts = doc.find_all("script")
+    assert [s.get("type") for s in scripts] == ["application/json", None, None] and not doc.find_all("img")
+    blob = scripts[0].text
+    assert "<" not in blob and json.loads(blob)["rows"][2]["id"] == f"en-xss {XSS}"  # tojson escapes < > & '
     xss = section(doc, 2)
     assert XSS in xss.find("p", cls="answer").text
     assert XSS in xss.find("div", cls="question").text
@@ -244,4 +250,4 @@ def test_without_sessions_there_is_no_conversations_section_and_no_session_colum
 def test_a_session_id_is_shown_as_text_never_run():
     doc, _ = page(with_sessions([XSS, None, None, None]))
     assert doc.find("section", id="conversations").find("th", scope="row").text == XSS
-    assert not doc.find_all("script")[1:]  # the page's own script only
+    assert len(doc.find_all("script")) == 3  # the views' data and script, the table's script: no other

@@ -55,11 +55,14 @@ def _by_id(rows: Sequence[ScoredRecord]) -> dict[str, int]:
 def compare(rows_a: Sequence[ScoredRecord], rows_b: Sequence[ScoredRecord], labels: Labels = None) -> dict[str, Any]:
     """Runs ``a`` and ``b`` side by side. ``labels``: by record id (a sequence is taken as run a's).
 
-    Returns ``{"metrics": [{"name", "a": rates, "b": rates}], "records": [{"id", "a": index, "b": index,
+    Returns ``{"metrics": [{"name", "a": rates | None, "b": rates | None}] (None: that run has no Score of
+    the metric), "shared": [the metrics of both runs], "records": [{"id", "a": index, "b": index,
     "label", "metrics": {name: {"a", "b", "flagged_a", "flagged_b", "delta", "change"}}, "change"}],
     "counts": {"both", "only_a", "only_b", "no_id", "changed", FLAGGED, CLEARED, ...}}``. Records are
     those in both runs with some change, verdict changes first, then by the largest value change."""
     metrics = list(dict.fromkeys(s.metric for rows in (rows_a, rows_b) for row in rows for s in row.scores))
+    # a metric one run did not use at all changes no record: only the metrics of both are compared per record
+    shared = [m for m in metrics if all(any(row.score(m) is not None for row in rows) for rows in (rows_a, rows_b))]
     # run a's labels by id, so that they join run b's rows too
     by_id = {row.id: label for row, label in zip(rows_a, aligned(rows_a, labels), strict=True)
              if row.id is not None and label is not None}
@@ -75,7 +78,7 @@ def compare(rows_a: Sequence[ScoredRecord], rows_b: Sequence[ScoredRecord], labe
         if j is None:
             continue
         counts["both"] += 1
-        per = {m: _change(rows_a[i].score(m), rows_b[j].score(m)) for m in metrics}
+        per = {m: _change(rows_a[i].score(m), rows_b[j].score(m)) for m in shared}
         kinds = [c["change"] for c in per.values()]
         kind = next((k for k in (FLAGGED, CLEARED, ERROR, VALUE) if k in kinds), SAME)
         counts[kind] += 1
@@ -90,4 +93,4 @@ def compare(rows_a: Sequence[ScoredRecord], rows_b: Sequence[ScoredRecord], labe
         a = confusion_at(rows_a, m, labels=by_id) if any(r.score(m) is not None for r in rows_a) else None
         b = confusion_at(rows_b, m, labels=by_id) if any(r.score(m) is not None for r in rows_b) else None
         rates.append({"name": m, "a": a, "b": b})
-    return {"metrics": rates, "records": changes, "counts": counts}
+    return {"metrics": rates, "shared": shared, "records": changes, "counts": counts}

@@ -40,7 +40,16 @@ def _supporting_contexts(details: dict[str, Any]) -> Iterator[Named]:
             yield None, index, "supporting", None, ""
 
 
-READERS = (_relevant_sentences, _contradicted_contexts, _supporting_contexts)
+def _matched_facts(details: dict[str, Any]) -> Iterator[Named]:
+    # facts: the answer's numbers, dates and names that the contexts hold (those it did not call
+    # hallucinated), where a context states them in the same words
+    missing = set(details.get("hallucinated_facts") or ())
+    for fact in dict.fromkeys(details.get("answer_facts") or ()):
+        if isinstance(fact, str) and fact not in missing:
+            yield fact, None, "matched fact", None, ""
+
+
+READERS = (_relevant_sentences, _contradicted_contexts, _supporting_contexts, _matched_facts)
 
 
 def context_marks(contexts: Sequence[str], scores: Sequence[Score]) -> list[list[Mark]]:
@@ -64,5 +73,15 @@ def _places(contexts: Sequence[str], text: str | None, index: int | None) -> Ite
         return
     for i, context in enumerate(contexts):  # the first place in each context that holds it
         start = context.find(needle)
+        while start >= 0 and _inside_number(context, start, start + len(needle)):
+            start = context.find(needle, start + 1)
         if start >= 0:
             yield i, start, start + len(needle)
+
+
+def _inside_number(text: str, start: int, end: int) -> bool:
+    """A number found as part of a longer one: "5" in "15" or "1.5" is not the fact 5."""
+    before = text[start - 1] if start else ""
+    after = text[end] if end < len(text) else ""
+    return (text[start].isdigit() and (before.isdigit() or (before in ".," and text[start - 2:start - 1].isdigit()))) \
+        or (text[end - 1].isdigit() and (after.isdigit() or (after in ".," and text[end + 1:end + 2].isdigit())))

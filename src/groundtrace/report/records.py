@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from groundtrace.report.evidence import ClaimView
 from groundtrace.report.labels import GOLD, Gold
 from groundtrace.report.passages import context_marks
 from groundtrace.report.segments import Mark, Segment, segment
@@ -26,6 +27,8 @@ class RecordView:
     cells: list[Score | None]  # one per metric of the report, in its order
     gold: Gold | None
     latency_ms: float | None
+    trace: str | None = None  # the link to its trace, from the user's URL template
+    claims: list[ClaimView] = field(default_factory=list)  # flagged claims beside their passages
 
     @property
     def anchor(self) -> str:
@@ -57,7 +60,8 @@ def first_words(text: str, limit: int) -> str:
     return text[:cut if cut > limit // 2 else limit].rstrip(" ,;:") + "…"
 
 
-def record_view(index: int, row: ScoredRecord, metrics: Sequence[str], gold: Gold | None) -> RecordView:
+def record_view(index: int, row: ScoredRecord, metrics: Sequence[str], gold: Gold | None,
+                trace: str | None = None) -> RecordView:
     record = row.record
     answer_marks = [Mark(sp.start, sp.end, s.metric, sp.label, sp.score, s.reason) for s in row.scores for sp in s.spans]
     answer_marks += gold.spans if gold else ()
@@ -72,6 +76,7 @@ def record_view(index: int, row: ScoredRecord, metrics: Sequence[str], gold: Gol
         cells=[row.score(name) for name in metrics],
         gold=gold,
         latency_ms=total_latency_ms(row),
+        trace=trace,
     )
 
 
