@@ -95,9 +95,11 @@ class Instruments:
         self.duration = meter.create_histogram(
             DURATION, unit="s", explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
             description="Seconds from a worker taking a record to its Scores")
+        # upstream's description word for word: the application's GenAI instrumentation may record on the same
+        # name, and the Prometheus exporter writes one family only where name, unit and description agree
         self.tokens = meter.create_histogram(
             TOKENS, unit="{token}", explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
-            description="Judge tokens, per metric and record, by type (input, output)")
+            description="Number of input and output tokens used.")
         meter.create_observable_counter(EVALUATIONS, [self._evaluations], unit="{evaluation}",
                                         description="Metric results by outcome: flagged, passed, error")
         for field, description in HEALTH_COUNTERS:
