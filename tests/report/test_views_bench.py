@@ -1,5 +1,5 @@
-"""The views' figures are `groundtrace bench`'s: one labelled file (English RAGTruth and Chinese
-HalluQA answers, three conversations) is scored by lexical once for the views and benched by the
+"""The views' figures are `groundtrace bench`'s: the labelled file of conftest.py (English and
+Chinese answers, three conversations) is scored by lexical once for the views and benched by the
 command at the same thresholds; the figures overall and per language and session must be equal."""
 
 import json
@@ -8,26 +8,10 @@ import pytest
 from typer.testing import CliRunner
 
 from groundtrace.cli import app
-from groundtrace.engine import Evaluator
 from groundtrace.report.views import breakdown, confusion_at
-from tests.conftest import shared_data
 
 runner = CliRunner()
 BENCH_KEYS = ("n", "errors", "positives", "precision", "recall", "f1", "balanced_accuracy", "auc")
-
-
-@pytest.fixture(scope="module")
-def labelled(tmp_path_factory):
-    lines = [json.loads(line) for name in ("ragtruth_qa_dev.jsonl", "halluqa_zh.jsonl")
-             for line in shared_data(name).read_text(encoding="utf-8").splitlines()[:20]]
-    for i, row in enumerate(lines):
-        row["session_id"] = f"chat-{i % 3}"
-    path = tmp_path_factory.mktemp("bench") / "labelled.jsonl"
-    path.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in lines), encoding="utf-8")
-    rows = list(Evaluator("lexical").evaluate(lines))
-    labels = {row["id"]: row["label"] for row in lines}
-    assert {row["language"] for row in lines} == {"en", "zh"} and set(labels.values()) == {0, 1}
-    return path, rows, labels
 
 
 def bench(path, threshold):
@@ -44,8 +28,8 @@ def as_bench(figures):
 
 
 @pytest.mark.parametrize("pick", ["default", 0.3, "a record's value", 0.55])
-def test_overall_and_per_group_figures_equal_bench_at_the_threshold(labelled, pick):
-    path, rows, labels = labelled
+def test_overall_and_per_group_figures_equal_bench_at_the_threshold(bench_file, pick):
+    path, rows, labels = bench_file.path, bench_file.rows, bench_file.labels
     values = sorted(row.score("lexical").value for row in rows)
     # a threshold equal to a record's value: a tie, not flagged since lexical is higher-is-better
     threshold = {"default": None, "a record's value": values[len(values) // 2]}.get(pick, pick)
