@@ -165,3 +165,13 @@ def test_unsafe_or_wrong_templates_are_refused(template, why):
     with pytest.raises(ValueError, match="trace URL template") as raised:
         trace_link(template, rows()[0])
     assert why in str(raised.value)
+
+
+def test_metadata_keys_that_make_no_groups_are_not_offered():
+    records = [rows()[i % 4].model_copy(deep=True) for i in range(1001)]
+    for i, row in enumerate(records):
+        row.record.metadata.update(request=f"req-{i}", prompt="p" * 201, release=f"v{i % 2}")
+    keys = views_data(records)["group_keys"]
+    assert "metadata.release" in keys and "metadata.label" in keys
+    assert "metadata.request" not in keys  # 1001 distinct values: one group per record
+    assert "metadata.prompt" not in keys  # longer than 200 characters

@@ -40,14 +40,15 @@ def js(value) -> str:
     return json.dumps(value).replace("</", "<\\/")
 
 
-def drive(tmp_path, html: str, script: str, fragment: str = "") -> tuple:
+def drive(tmp_path, html: str, script: str, fragment: str = "", report: bool = True) -> tuple:
     """The page after ``script`` ran on its load event; (its DOM, what the script left in data-result)."""
     page = tmp_path / "driven.html"
     driver = f"<script>{HELPERS}\nwindow.addEventListener('load', function () {{ var out = {{}};\n{script}\n" \
              "document.body.dataset.result = JSON.stringify(out); });</script></body>"
     page.write_text(html.replace("</body>", driver), encoding="utf-8")
     doc = parse(chromium(tmp_path, "--dump-dom", page.as_uri() + fragment))
-    assert doc.find("html").get("data-ready") == "1" and doc.find("section", id="views").get("data-ready") == "1"
+    assert doc.find("section", id="views").get("data-ready") == "1"  # the views' script ran to its end
+    assert doc.find("html").get("data-ready") == ("1" if report else None)  # and the report's table's
     assert doc.find("body").get("data-pwned") is None
     return doc, json.loads(doc.find("body").get("data-result") or "{}")
 
@@ -199,3 +200,29 @@ def test_a_trace_link_per_record(tmp_path):
         "%20src%3Dx%20onerror%3D%22document.body.setAttribute%28%27data-pwned%27%2C%272%27%29%22%3E",
         "http://localhost:6006/redirects/traces/" + "1" * 32]
     assert all(a.get("rel") == "noopener noreferrer" and a.get("target") == "_blank" for a in links if a)
+
+
+def test_another_page_embeds_the_views_and_hears_what_they_select(tmp_path):
+    """What the review app does: views_html in a page of its own, which lists what a click selects."""
+    from groundtrace.report.views import views_html
+
+    labels = {"ru-1": 1, "zh-1": 1, f"en-xss {XSS}": 0, "en-ok": 0}
+    host = f"""<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>
+      <main>{views_html(rows(), labels)}</main><ol id="picked"></ol>
+      <script>
+        document.addEventListener('groundtrace:select', function (event) {{
+          document.getElementById('picked').dataset.rows = JSON.stringify(event.detail.rows);
+        }});
+        document.addEventListener('groundtrace:threshold', function (event) {{
+          document.getElementById('picked').dataset.flagged = JSON.stringify(event.detail.flagged);
+        }});
+      </script></body></html>"""
+    script = """
+      type('lexical', '0.5');
+      out.flagged = JSON.parse(document.getElementById('picked').dataset.flagged);
+      card('lexical').querySelector('[data-cell="tn"]').click();
+      out.rows = JSON.parse(document.getElementById('picked').dataset.rows);
+    """
+    _, result = drive(tmp_path, host, script, report=False)
+    assert result["flagged"] == [True, True, False, False]  # lexical 0.2, 0.45 < 0.5; 0.8, 0.95 not
+    assert result["rows"] == [2, 3]

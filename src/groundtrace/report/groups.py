@@ -9,7 +9,8 @@
   ``score --from`` keeps for every trace it reads), ``metadata["time"]`` or ``metadata["timestamp"]``
   that reads as a time: an ISO 8601 string, or a number of seconds (milliseconds above 1e11) since
   1970. A Record has no time field of its own; records without such a key have no day.
-- ``metadata.KEY``: the value of a metadata key that holds a string, number or boolean.
+- ``metadata.KEY``: the value of a metadata key that holds a string, number or boolean (offered
+  where its values are at most 200 characters and 1000 distinct ones).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from groundtrace.score import ScoredRecord
 TIME_KEYS = ("started", "time", "timestamp")
 META = "metadata."
 BUILT_IN = ("language", "session", "day")
+MAX_GROUPS = 1000  # distinct values of a metadata key offered as a breakdown
+MAX_VALUE_CHARS = 200
 
 
 def language_of(row: ScoredRecord) -> str | None:
@@ -80,11 +83,18 @@ def group_of(row: ScoredRecord, key: str) -> str | None:
 
 
 def group_keys(rows: Sequence[ScoredRecord]) -> list[str]:
-    """The keys some row has a group under: the built-in ones, then metadata keys in order of appearance."""
+    """The keys some row has a group under: the built-in ones, then the metadata keys in order of
+    appearance whose values make groups: short (a prompt kept in metadata is no group) and not one
+    per record of a large file (a request id)."""
     found = [key for key in BUILT_IN if any(group_of(row, key) is not None for row in rows)]
-    meta = dict.fromkeys(f"{META}{name}" for row in rows for name, value in row.record.metadata.items()
-                         if _scalar(value) is not None)
-    return found + list(meta)
+    values: dict[str, set[str]] = {}
+    for row in rows:
+        for name, value in row.record.metadata.items():
+            text = _scalar(value)
+            if text is not None:
+                values.setdefault(name, set()).add(text)
+    return found + [f"{META}{name}" for name, seen in values.items()
+                    if len(seen) <= MAX_GROUPS and max(map(len, seen)) <= MAX_VALUE_CHARS]
 
 
 def breakdown(rows: Sequence[ScoredRecord], key: str, labels: Labels = None,
