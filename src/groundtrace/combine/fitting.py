@@ -260,7 +260,9 @@ def measured(name: str, y: np.ndarray, p: np.ndarray, flagged: np.ndarray, group
         # a resample repeats records, which only ever inflates the calibration error: its interval is
         # shifted back by that bias (the others are percentile intervals as they are)
         shift = float(np.mean(values)) - at if key == "calibration_error" else 0.0
-        interval[key] = (max(0.0, float(np.percentile(values, low)) - shift), float(np.percentile(values, high)) - shift)
+        lower = float(np.percentile(values, low)) - shift
+        # only the shifted calibration error could fall below zero where it cannot be; MCC may be negative
+        interval[key] = (max(0.0, lower) if key == "calibration_error" else lower, float(np.percentile(values, high)) - shift)
     return Measured(name, point, interval)
 
 
