@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from groundtrace.cli import app
-from groundtrace.combine.labelled import labelled_from_file
+from groundtrace.labelled import labelled_from_file
 from groundtrace.review.labels import append, decide
 
 RAGTRUTH = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "ragtruth_qa_dev.jsonl"

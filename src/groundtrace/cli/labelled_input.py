@@ -14,7 +14,7 @@ from groundtrace.cli.common import json_or_text
 
 if TYPE_CHECKING:
     from groundtrace.bench import Labelled
-    from groundtrace.combine.labelled import LabelCount
+    from groundtrace.labelled import LabelCount
 
 FromOption = Annotated[Optional[str], typer.Option(
     "--from", help="Read the records from a platform instead of a file: langsmith:PROJECT, langfuse[:PROJECT], "
@@ -56,7 +56,7 @@ def read_labelled(input_path: Path | None, source: str | None, labels: Path | No
     FileNotFoundError, KeyError (an unknown source) or the source's own errors."""
     from groundtrace.bench import load_labelled
     from groundtrace.combine.label_values import LabelMap
-    from groundtrace.combine.labelled import labelled_from_file, labelled_from_source
+    from groundtrace.labelled import labelled_from_file, labelled_from_source
 
     if (input_path is None) == (source is None):
         raise ValueError("give a file of records or --from SOURCE (one of the two)")
