@@ -87,7 +87,8 @@ def test_trace_links_fill_the_template_url_encoded_and_only_over_http(tmp_path) 
     shown = client.get("/api/record", params={"id": "a b/c"}, headers=token).json()
     assert shown["trace_link"] == ("http://localhost:6006/traces/4bf92f3577b34da6a3ce929d0e0e4736?session="
                                    "%3Cimg%20src%3Dx%20onerror%3D%22document.body.dataset.pwned%3D1%22%3E")
-    assert Review(rows, tmp_path / "l.jsonl", trace_url="javascript:alert(1)//{trace_id}").trace_link(review.items[0]) is None
+    with pytest.raises(ValueError, match="must start with http"):  # refused before the app starts
+        Review(rows, tmp_path / "l.jsonl", trace_url="javascript:alert(1)//{trace_id}")
     # a template naming an id the record lacks gives no link rather than a broken one
     assert Review(rows, tmp_path / "l.jsonl", trace_url="http://x/{run_id}").trace_link(review.items[0]) is None
 
@@ -108,3 +109,21 @@ def test_fit_runs_on_what_is_labelled(tmp_path) -> None:
     assert done["ok"], done["output"]
     assert done["labelled"] == 40
     assert "fit: 40 records" in done["output"] and "lexical alone" in done["output"]
+
+
+def test_the_rates_page_draws_the_shared_views_over_the_labels_decided_so_far(tmp_path) -> None:
+    from groundtrace.report.views import views_data
+
+    rows = many(12)
+    review = Review(rows, tmp_path / "labels.jsonl")
+    client, token = client_for(review)
+    for key, label in (("r000", "unsupported"), ("r001", "supported"), ("r002", "skip")):
+        client.post("/api/label", json={"id": key, "label": label}, headers=token)
+
+    page = client.get("/views")
+    assert page.status_code == 200 and page.headers["content-security-policy"].startswith("default-src 'self'")
+    assert review.labels() == {"r000": 1, "r001": 0}  # the skip is no label
+    # the page carries the same blob the report's views draw from, with these labels
+    blob = views_data(rows, review.labels())
+    assert json.dumps(blob["rows"][0]["label"]) == "1" and blob["rows"][2]["label"] is None
+    assert 'id="views"' in page.text and "3 labelled" not in page.text and "2 labelled: 1 unsupported, 1 skipped" in page.text

@@ -86,3 +86,43 @@ def test_label_ten_by_keyboard_close_reopen_and_resume(tmp_path) -> None:
 
     decisions = [json.loads(line) for line in labels.read_text().splitlines()]
     assert {d["id"]: d["label"] for d in decisions} == expected and len(decisions) == 10
+
+
+def test_the_rates_page_slider_counts_as_bench_and_a_cell_lists_its_answers(tmp_path) -> None:
+    from groundtrace.report.views import confusion_at
+
+    rows = many(30)
+    scores, labels = write(rows, tmp_path / "scores.jsonl"), tmp_path / "labels.jsonl"
+    from groundtrace.review.labels import append, decide
+
+    for scored in rows[:20]:  # labels that disagree with the default threshold now and then
+        append(labels, decide(scored.id, "unsupported" if scored.scores[0].value < 0.5 else "supported"))
+    decided = {scored.id: int(scored.scores[0].value < 0.5) for scored in rows[:20]}
+
+    with review_server(scores, labels) as server:
+        driver = browser(tmp_path)
+        try:
+            driver.get(server.url + "/views")
+            wait(driver).until(lambda d: d.find_element(By.ID, "views").get_attribute("data-ready") == "1")
+            script = """
+                const card = [...document.querySelectorAll('.gt-metric')].find(c => c.dataset.metric === 'lexical');
+                const range = card.querySelector('[data-gt="range"]');
+                range.value = arguments[0]; range.dispatchEvent(new Event('input'));
+                const read = k => card.querySelector('[data-gt="' + k + '"]').dataset.value;
+                return {flagged: read('flagged'), tp: read('tp'), fp: read('fp'), fn: read('fn'), tn: read('tn')};"""
+            for threshold in ("0.3", "0.55"):
+                shown = driver.execute_script(script, threshold)
+                expected = confusion_at(rows, "lexical", float(threshold), decided)
+                assert {k: int(v) for k, v in shown.items()} == {k: expected[k] for k in ("flagged", "tp", "fp", "fn", "tn")}
+            # a cell lists its answers, each a link back to it in the queue
+            driver.execute_script("""
+                const card = [...document.querySelectorAll('.gt-metric')].find(c => c.dataset.metric === 'lexical');
+                card.querySelector('[data-cell="tp"]').click();""")
+            expected = confusion_at(rows, "lexical", 0.55, decided)
+            wait(driver).until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-selected") == str(expected["tp"]))
+            links = driver.find_elements(By.CSS_SELECTOR, "#selected a")
+            assert [a.text for a in links] == [rows[i].id for i in expected["cells"]["tp"]]
+            links[0].click()
+            wait(driver).until(lambda d: current_id(d) == rows[expected["cells"]["tp"][0]].id)
+        finally:
+            driver.quit()

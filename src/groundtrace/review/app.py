@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from groundtrace.review.evidence import checked_claims
-from groundtrace.review.labels import CHOICES, Decision, append, decide, read_decisions
+from groundtrace.report.trace_links import check_template, trace_link
+from groundtrace.review.labels import CHOICES, Decision, append, decide, read_decisions, read_labels
 from groundtrace.review.queue import Filters, Item, item_of, progress, queue
 from groundtrace.score import Score, ScoredRecord
 
 TOKEN_HEADER = "X-Groundtrace-Token"
 FIT_TIMEOUT_S = 600
-ALLOWED_LINK_SCHEMES = ("http://", "https://")
 
 
 class Review:
@@ -40,7 +40,9 @@ class Review:
         self.rows = list(rows)
         self.labels_path = labels_path
         self.source = source
-        self.trace_url = trace_url if trace_url and trace_url.startswith(ALLOWED_LINK_SCHEMES) else None
+        if trace_url:
+            check_template(trace_url)  # a bad template is the user's to fix, said before the app starts
+        self.trace_url = trace_url
         self.reviewer = reviewer
         self.items = [item_of(row, i) for i, row in enumerate(self.rows)]
         self.by_id = {item.id: item for item in self.items}
@@ -88,18 +90,13 @@ class Review:
         }
 
     def trace_link(self, item: Item) -> str | None:
-        """The user's template with this record's ids, URL-encoded; None where an id it names is missing."""
-        if self.trace_url is None:
-            return None
-        from urllib.parse import quote
+        """The user's template filled with this record's ids (groundtrace.report.trace_links: URL-encoded,
+        http and https only); None where an id it names is missing."""
+        return trace_link(self.trace_url, item.row)
 
-        record = item.row.record
-        values = {"id": item.id, "trace_id": record.trace_id, "span_id": record.span_id, "run_id": record.run_id,
-                  "session_id": record.session_id}
-        try:
-            return self.trace_url.format_map({k: quote(str(v), safe="") for k, v in values.items() if v})
-        except (KeyError, ValueError, IndexError):
-            return None
+    def labels(self) -> dict[str, int]:
+        """The 0/1 labels of this file's records, as the shared views and ``fit --labels`` read them."""
+        return {key: label for key, label in read_labels(self.labels_path).items() if key in self.by_id}
 
     def fit(self) -> dict[str, Any]:
         """``groundtrace fit`` on the labelled records (the scores already in the file are reused): its table."""
@@ -151,6 +148,11 @@ def create_app(review: Review, *, host: str = "127.0.0.1", port: int = 0) -> Any
     templates = Environment(loader=PackageLoader("groundtrace.review", "templates"),
                             autoescape=select_autoescape(default=True, default_for_string=True))
 
+    # the pages' scripts and styles are inline, nothing is fetched from elsewhere; no framing (clickjacking)
+    headers = {"Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; "
+                                          "script-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
+               "Cache-Control": "no-store"}
+
     def authorised(request: Request) -> bool:
         return secrets.compare_digest(request.headers.get(TOKEN_HEADER, ""), token)
 
@@ -162,9 +164,17 @@ def create_app(review: Review, *, host: str = "127.0.0.1", port: int = 0) -> Any
             token=token, source=review.source, labels=str(review.labels_path), choices=CHOICES,
             metrics=sorted({score.metric for row in review.rows for score in row.scores}),
             progress=progress(review.decisions(), review.by_id).sentence())
-        return HTMLResponse(html, headers={"Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; "
-                                           "script-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
-                                           "Cache-Control": "no-store"})
+        return HTMLResponse(html, headers=headers)
+
+    async def views(request: Request) -> Response:
+        """The views the report shares (threshold sliders with their confusion cells, breakdowns), over the
+        labels decided so far: a reload shows the latest."""
+        from groundtrace.report.views import views_html
+
+        html = templates.get_template("rates.html.j2").render(
+            views=views_html(review.rows, review.labels(), trace_url=review.trace_url),
+            ids=[item.id for item in review.items], progress=progress(review.decisions(), review.by_id).sentence())
+        return HTMLResponse(html, headers=headers)
 
     async def queue_api(request: Request) -> Response:
         if not authorised(request):
@@ -201,7 +211,7 @@ def create_app(review: Review, *, host: str = "127.0.0.1", port: int = 0) -> Any
 
     hosts = {host, f"{host}:{port}", "localhost", f"localhost:{port}", "127.0.0.1", f"127.0.0.1:{port}"}
     return Starlette(
-        routes=[Route("/", page), Route("/api/queue", queue_api), Route("/api/record", record_api),
+        routes=[Route("/", page), Route("/views", views), Route("/api/queue", queue_api), Route("/api/record", record_api),
                 Route("/api/label", label_api, methods=["POST"]), Route("/api/fit", fit_api, methods=["POST"])],
         middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=sorted(hosts))],
     )
