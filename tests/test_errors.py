@@ -67,3 +67,16 @@ def test_a_missing_extra_is_caught_as_either_base_and_survives_a_process_boundar
         assert "pip install 'groundtrace[pandas]'" in str(caught.value)
     copy = pickle.loads(pickle.dumps(caught.value))  # the scoring processes send errors back pickled
     assert type(copy) is MissingExtraError and str(copy) == str(caught.value)
+
+
+def test_the_other_errors_raised_on_purpose_share_the_base_and_keep_theirs() -> None:
+    from groundtrace.backends.breaker import CircuitOpen
+    from groundtrace.backends.judge.results import JudgeError
+    from groundtrace.layouts import LayoutError
+    from groundtrace.record import InvalidRecord
+    from groundtrace.review.labels import LabelsFileError
+    from groundtrace.sources import SourceError
+
+    for error, builtin in ((LayoutError, ValueError), (InvalidRecord, ValueError), (LabelsFileError, ValueError),
+                           (SourceError, RuntimeError), (JudgeError, RuntimeError), (CircuitOpen, RuntimeError)):
+        assert issubclass(error, GroundtraceError) and issubclass(error, builtin), error

@@ -23,10 +23,12 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from groundtrace.errors import GroundtraceError
+
 AUTO = "auto"
 
 
-class LayoutError(ValueError):
+class LayoutError(GroundtraceError, ValueError):
     """The rows fit no known layout, or more than one, or not the one asked for."""
 
 

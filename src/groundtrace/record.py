@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from groundtrace.errors import GroundtraceError
+
 # C0/C1 control characters except tab, newline and carriage return: binary junk that would break
 # tokenizers, terminals and HTML, and never carries meaning in an answer.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -114,7 +116,7 @@ class Record(BaseModel):
         return "\n\n".join(self.contexts or [])
 
 
-class InvalidRecord(ValueError):
+class InvalidRecord(GroundtraceError, ValueError):
     """Raised by :func:`coerce_record` with a message naming every bad field."""
 
 

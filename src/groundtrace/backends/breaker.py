@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from groundtrace.errors import GroundtraceError
 from groundtrace.redaction import get_logger
 
 log = get_logger("groundtrace.backends")
@@ -23,7 +24,7 @@ log = get_logger("groundtrace.backends")
 CLOSED, OPEN, HALF_OPEN = "closed", "open", "half-open"
 
 
-class CircuitOpen(RuntimeError):
+class CircuitOpen(GroundtraceError, RuntimeError):
     """The call was refused without trying: the backend failed too often just now."""
 
     def __init__(self, name: str, remaining_s: float, cause: str) -> None:

@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from typing import Any, ClassVar
 
 from groundtrace.config import Settings
+from groundtrace.errors import GroundtraceError
 from groundtrace.record import Record
 from groundtrace.redaction import redact
 
@@ -112,7 +113,7 @@ class SourceStats:
         return {"traces": self.traces, "records": self.records, "skipped": dict(self.skipped)}
 
 
-class SourceError(RuntimeError):
+class SourceError(GroundtraceError, RuntimeError):
     """A source cannot be read: what is wrong and what to do next (SDK messages it quotes redacted)."""
 
     def __init__(self, message: str) -> None:

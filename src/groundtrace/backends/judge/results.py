@@ -7,6 +7,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
+from groundtrace.errors import GroundtraceError
 from groundtrace.redaction import redact
 from groundtrace.score import Cost
 
@@ -15,7 +16,7 @@ Mode = Literal["json_schema", "json_object", "text"]
 MODES: tuple[Mode, ...] = ("json_schema", "json_object", "text")
 
 
-class JudgeError(RuntimeError):
+class JudgeError(GroundtraceError, RuntimeError):
     """Anything that kept the judge from returning a validated answer.
 
     ``kind`` is one of: config, connection, timeout, rate_limit, server, http, refusal, truncated,
