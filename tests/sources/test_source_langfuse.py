@@ -161,6 +161,11 @@ def langfuse_app():
             client.flush()
         finally:
             client.shutdown()
+            # the SDK keeps one client per public key for the process: a later module's fixture (this one is
+            # imported by test_human_labels_langfuse) must get a fresh one, not this shut-down one
+            from langfuse._client.resource_manager import LangfuseResourceManager
+
+            LangfuseResourceManager.reset()
         roots = sorted((o for o in fake.observations if o["isRootObservation"]), key=lambda o: o["startTime"])
         assert len(roots) == 5
         server.requests.clear()  # what follows is the source's
