@@ -185,7 +185,10 @@ def test_follow_prints_what_is_appended_after_it_started(tmp_path):
         watcher.send_signal(signal.SIGINT)  # Ctrl-C: exit 0, quietly
         assert watcher.wait(timeout=10) == 0
         time.sleep(0.2)  # the reader thread takes what the watcher wrote last
-        assert list(err.queue) == []  # no traceback, no word
+        # the running rate after each arrival (the second: r3 counted with r2), and no traceback
+        said = [line for line in list(err.queue) if line.strip()]
+        assert said[-1] == "groundtrace watch: so far: lexical 0 of 1 flagged (0%); grounding 1 of 2 flagged (50%)\n", said
+        assert all(line.startswith("groundtrace watch: so far: ") for line in said), said
     finally:
         watcher.terminate()
         watcher.wait(timeout=10)
@@ -201,3 +204,13 @@ def test_an_empty_scores_file_says_why_there_may_be_no_records_and_how_to_check(
     assert "handler.stats() (LangChain) or groundtrace_llamaindex.stats() counts each turn that made no record" in said
     assert "decorate the function with @groundtrace.retrieval" in said
     assert said.endswith("docs: troubleshooting, 'I see no scores'")
+
+
+def test_the_running_flagged_rate_per_metric_goes_to_stderr(tmp_path):
+    path = scores_file(tmp_path)
+    result = watch(str(path), "--no-follow", "--last", "1")  # counted over every record, not only those shown
+    assert result.stdout == BLOCK_3
+    assert result.stderr == ("groundtrace watch: so far: lexical 1 of 2 flagged (50%); grounding 1 of 3 flagged "
+                             "(33%); nli none scored, 1 failed\n")
+    # with -m, only the metrics shown
+    assert watch(str(path), "--no-follow", "-m", "lexical").stderr == "groundtrace watch: so far: lexical 1 of 2 flagged (50%)\n"

@@ -13,7 +13,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -40,6 +40,34 @@ class View:
         if not shown or self.flagged_only and not any(s.hallucinated for s in shown):
             return None
         return shown
+
+
+@dataclass
+class Rates:
+    """The running flagged rate per metric over every record read (shown or not): the line watch says on
+    stderr after the records already there and after each batch that arrives."""
+
+    metrics: list[str]
+    counts: dict[str, list[int]] = field(default_factory=dict)  # metric -> [scored, flagged, failed]
+
+    def add(self, row: Any) -> None:
+        for score in row.scores:
+            if self.metrics and score.metric not in self.metrics:
+                continue
+            counts = self.counts.setdefault(score.metric, [0, 0, 0])
+            if score.value is None or score.error is not None:
+                counts[2] += 1
+            else:
+                counts[0] += 1
+                counts[1] += bool(score.hallucinated)
+
+    def line(self) -> str | None:
+        """The line 'so far: grounding 3 of 12 flagged (25%); ...'; None before any record."""
+        parts = []
+        for metric, (scored, flagged, failed) in self.counts.items():
+            said = f"{metric} {flagged} of {scored} flagged ({flagged / scored:.0%})" if scored else f"{metric} none scored"
+            parts.append(said + (f", {failed} failed" if failed else ""))
+        return "so far: " + "; ".join(parts) if parts else None
 
 
 def _question(row: Any) -> str:
@@ -129,13 +157,14 @@ class Follower:
             self._handle.close()
 
 
-def _rows(lines: Iterable[bytes], view: View, warn: Any) -> Iterator[tuple[Any, list[Any]]]:
+def _rows(lines: Iterable[bytes], view: View, warn: Any, rates: Rates) -> Iterator[tuple[Any, list[Any]]]:
     for line in lines:
         try:
             row = _parse(line)
         except ValueError as error:
             warn(f"skipped a line that is not a scored record ({type(error).__name__}): {line[:80]!r}")
             continue
+        rates.add(row)
         scores = view.scores(row)
         if scores is not None:
             yield row, scores
@@ -148,7 +177,8 @@ def watch_command(
     last: Annotated[int, typer.Option("--last", min=0, help="How many records already in the file to show first.")] = 10,
     follow: Annotated[bool, typer.Option("--follow/--no-follow", help="Keep following the file for new records (--no-follow: print what is there and exit).")] = True,
 ) -> None:
-    """Print each answer's scores as they arrive in a scores file: flagged in red, grounded in green, errors in yellow."""
+    """Print each answer's scores as they arrive in a scores file: flagged in red, grounded in green, errors in yellow;
+    on stderr, the running flagged rate per metric."""
     from rich.console import Console
 
     from groundtrace.config import Settings
@@ -157,6 +187,7 @@ def watch_command(
     out = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     view = View(metric_names(metrics), flagged)
+    rates = Rates(view.metrics)
 
     def warn(message: str) -> None:
         err.print(f"groundtrace watch: {message}", style="dim", markup=False)
@@ -164,6 +195,10 @@ def watch_command(
     def show(row: Any, scores: list[Any], arrived: str | None = None) -> None:
         out.print(render(row, scores, arrived))
         out.file.flush()  # piped into another program, each answer goes out as it arrives
+
+    def say_rates() -> None:
+        if (line := rates.line()) is not None:
+            warn(line)
 
     follower = Follower(target)
     try:
@@ -173,16 +208,20 @@ def watch_command(
             warn(NO_RECORDS_WHY.format(path=target))
             raise typer.Exit(2)
         lines = follower.lines()
-        for row, scores in deque(_rows(lines, view, warn), maxlen=last):  # read through, keep the last
+        for row, scores in deque(_rows(lines, view, warn, rates), maxlen=last):  # read through, keep the last
             show(row, scores)
+        say_rates()
         if not there:
             warn(f"waiting for {target} (nothing scored yet; Ctrl-C to stop)")
         elif not lines:  # there, and empty: a capture that recorded nothing, most likely
             warn(NO_RECORDS_WHY.format(path=target))
         while follow:
             time.sleep(POLL_S)
-            for row, scores in _rows(follower.lines(), view, warn):
+            arrived = follower.lines()
+            for row, scores in _rows(arrived, view, warn, rates):
                 show(row, scores, time.strftime("%H:%M:%S"))
+            if arrived:
+                say_rates()
     except KeyboardInterrupt:
         pass  # Ctrl-C is how one stops watching: exit 0, quietly
     finally:
