@@ -58,3 +58,31 @@ def test_no_confirmed_decision_is_lost_when_the_server_is_killed(tmp_path) -> No
     assert set(confirmed) <= set(on_disk), "a decision the page was told is saved is missing"
     assert 50 <= len(confirmed) < 100 and len(on_disk) >= len(confirmed)
     assert len(read_labels(labels)) == len(on_disk)
+
+
+def test_a_busy_port_is_said_plainly_and_port_0_takes_a_free_one(tmp_path) -> None:
+    import socket
+    import subprocess
+    import sys
+
+    scores = write(many(3), tmp_path / "scores.jsonl")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "groundtrace.cli", "review", str(scores), "--no-open", "--port",
+                               str(port)], capture_output=True, text=True, timeout=60, env={**os.environ, "NO_COLOR": "1"})
+    assert done.returncode == 2
+    said = " ".join((done.stdout + done.stderr).split())
+    assert f"cannot serve on 127.0.0.1:{port}" in said and "try --port 0" in said and "Traceback" not in done.stderr
+
+    with subprocess.Popen([sys.executable, "-m", "groundtrace.cli", "review", str(scores), "--no-open", "--port", "0"],
+                          stderr=subprocess.PIPE, text=True, env={**os.environ, "NO_COLOR": "1", "COLUMNS": "300"}) as app:
+        try:
+            line = app.stderr.readline()  # messages go to stderr, as every command's do
+            url = line.split(" at ", 1)[1].split(";", 1)[0]
+            assert url.startswith("http://127.0.0.1:") and not url.endswith(":0/")
+            with urllib.request.urlopen(url, timeout=10) as page:
+                assert b"groundtrace review" in page.read()
+        finally:
+            app.terminate()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -56,30 +57,32 @@ def review_command(
     labels_path = labels or labels_path_for(Path(path))
     review = Review(rows, labels_path, source=str(path), trace_url=trace_url or os.environ.get("GROUNDTRACE_TRACE_URL"),
                     reviewer=reviewer)
+    listening = _bind(host, port)  # bound here: a busy port is said plainly, and --port 0 gets its number
+    port = listening.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(create_app(review, host=host, port=port), host=host, port=port,
                                            log_level="warning"))
-    if open_browser:
-        _open_when_up(server, host)
-    console.print(f"reviewing {len(rows)} answers of {path}; decisions go to {labels_path}. Ctrl+C stops.",
+    url = f"http://{host}:{port}/"
+    console.print(f"reviewing {len(rows)} answers of {path} at {url}; decisions go to {labels_path}. Ctrl+C stops.",
                   soft_wrap=True)
-    server.run()
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(url)  # the socket already listens: the page waits for the server, never fails
+    server.run(sockets=[listening])
 
 
-def _open_when_up(server: object, host: str) -> None:
-    import threading
-    import time
-    import webbrowser
-
-    def wait_and_open() -> None:
-        for _ in range(100):
-            if getattr(server, "started", False):
-                for bound in getattr(server, "servers", []):
-                    for sock in bound.sockets:
-                        webbrowser.open(f"http://{host}:{sock.getsockname()[1]}/")
-                        return
-            time.sleep(0.1)
-
-    threading.Thread(target=wait_and_open, daemon=True).start()
+def _bind(host: str, port: int) -> socket.socket:
+    listening = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: a restart reuses its port
+    try:
+        listening.bind((host, port))
+        listening.listen(64)
+    except OSError as error:
+        listening.close()
+        console.print(f"[red]error:[/red] cannot serve on {host}:{port}: {error.strerror or error}; another "
+                      "review may be running there: try --port 0 (any free port) or another --port", soft_wrap=True)
+        raise typer.Exit(2) from None
+    return listening
 
 
 __all__ = ["labels_path_for", "review_command"]
