@@ -42,14 +42,13 @@ lint: setup-test
 	$(BIN)/mypy
 
 test: setup-test lint
-	# headless Chromium renders the HTML report in tests/report, and chromedriver lets Selenium drive the review
-	# app in tests/review (they skip, saying so, where apt cannot run)
-	command -v chromium >/dev/null && command -v chromedriver >/dev/null || (apt-get update -q && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver fonts-noto-cjk) || true
-	# Debian's prometheus and promtool: the alert rules are checked, and a real server scrapes a real app, in
-	# tests/telemetry and integrations/langchain/tests (they skip, saying so, where apt cannot run)
-	command -v prometheus >/dev/null || (apt-get update -q && DEBIAN_FRONTEND=noninteractive \
-		apt-get install -y -q prometheus) || true
+	# Debian's packages, in one apt run (they skip, saying so, where apt cannot run): headless Chromium renders the
+	# HTML report in tests/report and chromedriver lets Selenium drive the review app in tests/review; prometheus
+	# and promtool check the alert rules and scrape a real app in tests/telemetry and integrations/langchain/tests;
+	# qemu-user runs the detector on another CPU's kernels (AVX2 without AVX-512) in tests/test_detector_numerics.py
+	command -v chromium >/dev/null && command -v chromedriver >/dev/null && command -v prometheus >/dev/null && \
+		command -v qemu-x86_64 >/dev/null || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install \
+		-y -q chromium chromium-driver fonts-noto-cjk prometheus qemu-user) || true
 	ls .cache/wheels/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1 || CMAKE_ARGS="-DGGML_NATIVE=OFF" \
 		$(BIN)/pip wheel -q --no-deps llama-cpp-python==0.3.36 -w .cache/wheels
 	$(BIN)/pip install -q --find-links .cache/wheels 'llama-cpp-python[server]==0.3.36'

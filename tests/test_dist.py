@@ -68,6 +68,7 @@ def test_the_core_wheel_carries_the_detector_model_and_py_typed(core_wheel: Path
     model = ROOT / "src" / "groundtrace" / "detector" / "grounding-xe.onnx"
     assert sizes["groundtrace/detector/grounding-xe.onnx"] == model.stat().st_size
     for name in ("groundtrace/py.typed", "groundtrace/detector/grounding-xe.spm", "groundtrace/detector/grounding.json",
+                 "groundtrace/detector/grounding-xe-check.npz",
                  "groundtrace/examples/answers.jsonl", "groundtrace/backends/default-verdict.json"):
         assert name in sizes, name
     assert any(name.startswith("groundtrace/report/") and name.endswith(".j2") for name in sizes)

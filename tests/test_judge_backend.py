@@ -245,8 +245,8 @@ def test_429_with_retry_after_zero_then_success():
 
     with ScriptedServer(respond) as server:
         started = time.perf_counter()
-        result = client(server, backoff_s=5.0).complete(MESSAGES, Verdict)  # Retry-After wins over backoff
-    assert time.perf_counter() - started < 2.0
+        result = client(server, backoff_s=30.0).complete(MESSAGES, Verdict)  # Retry-After wins over backoff
+    assert time.perf_counter() - started < 10.0  # not the 30 s backoff
     assert result.value.score == 0.9 and result.requests == 2 and len(server.requests) == 2
 
 
@@ -270,7 +270,7 @@ def test_a_slow_server_times_out_within_a_bounded_time():
             client(server, timeout_s=0.3, max_retries=1).complete(MESSAGES, Verdict)
         elapsed = time.perf_counter() - started
     assert info.value.kind == "timeout" and len(server.requests) == 2
-    assert elapsed < 1.5  # 2 x 0.3 s plus a 0.01 s backoff, with room for a slow machine
+    assert elapsed < 4.0  # 2 x 0.3 s plus a 0.01 s backoff, not the server's 5 s
 
 
 def test_server_down_is_a_judge_error_saying_so():

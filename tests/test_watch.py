@@ -167,8 +167,10 @@ def test_follow_prints_what_is_appended_after_it_started(tmp_path):
     watcher = subprocess.Popen([sys.executable, "-m", "groundtrace.cli", "watch", str(path)], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env=env)
     out, err = queue.Queue(), queue.Queue()
-    for stream, into in ((watcher.stdout, out), (watcher.stderr, err)):
-        threading.Thread(target=_reader, args=(stream, into), daemon=True).start()
+    readers = [threading.Thread(target=_reader, args=(stream, into), daemon=True)
+               for stream, into in ((watcher.stdout, out), (watcher.stderr, err))]
+    for reader in readers:
+        reader.start()
     try:
         _until(err, "waiting for")
         path.write_text(LINES[1])
@@ -182,13 +184,15 @@ def test_follow_prints_what_is_appended_after_it_started(tmp_path):
         seen = _until(out, '"Berlin", "founded in 1200"')
         assert [line.split("  ", 1)[1] for line in seen[:1]] == ["r3  (no question)\n"]
         assert seen[1:] == ["  grounding  0.20  flagged\n", '    "Berlin", "founded in 1200"\n']
+        # the running rate after each arrival (the second: r3 counted with r2), waited for, not raced
+        said = _until(err, "grounding 1 of 2 flagged (50%)")
+        assert said[-1] == "groundtrace watch: so far: lexical 0 of 1 flagged (0%); grounding 1 of 2 flagged (50%)\n", said
         watcher.send_signal(signal.SIGINT)  # Ctrl-C: exit 0, quietly
         assert watcher.wait(timeout=10) == 0
-        time.sleep(0.2)  # the reader thread takes what the watcher wrote last
-        # the running rate after each arrival (the second: r3 counted with r2), and no traceback
-        said = [line for line in list(err.queue) if line.strip()]
-        assert said[-1] == "groundtrace watch: so far: lexical 0 of 1 flagged (0%); grounding 1 of 2 flagged (50%)\n", said
-        assert all(line.startswith("groundtrace watch: so far: ") for line in said), said
+        for reader in readers:  # each ends at its stream's end: everything the watcher wrote is read
+            reader.join(timeout=10)
+        said += [line for line in list(err.queue) if line.strip()]
+        assert all(line.startswith("groundtrace watch: so far: ") for line in said), said  # and no traceback
     finally:
         watcher.terminate()
         watcher.wait(timeout=10)

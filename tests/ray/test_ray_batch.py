@@ -38,11 +38,8 @@ def test_io_metrics_run_concurrently_under_the_bound_and_keep_the_metric_order()
     evaluator = Evaluator(["lexical", slow])
     items = [{"id": str(i), "contexts": ["The fee is 100 rubles."], "answer": "The fee is 100 rubles."}
              for i in range(16)]
-    started = time.perf_counter()
     out = score_items(evaluator, items, [""] * 15 + ['["slow_endpoint"]'], io_concurrency=10)
-    took = time.perf_counter() - started
     assert slow.most == 10  # the bound, reached and never passed (more than asyncio's default threads here)
-    assert took < 16 * 0.2 / 2  # not one after another
     assert [s.metric for s in out[0].scores] == ["lexical", "slow_endpoint"]
     assert [s.metric for s in out[15].scores] == ["slow_endpoint"]
     assert all(s.ok for r in out for s in r.scores)

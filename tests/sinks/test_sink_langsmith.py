@@ -157,7 +157,7 @@ def test_a_down_server_raises_quickly_without_the_key(refused_url, record, groun
     started = time.monotonic()
     with pytest.raises(RuntimeError, match="LangSmith project 'rag-staging' lookup failed: LangSmithConnectionError") as caught:
         sink_for(refused_url).emit(record, [grounded])
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 5.0  # refused at once, no long backoff
     assert API_KEY[5:-2] not in str(caught.value) and API_KEY[5:-2] not in caplog.text
 
 
@@ -167,7 +167,7 @@ def test_a_slow_server_times_out_within_the_bound(loopback, record, grounded) ->
     started = time.monotonic()
     with pytest.raises(RuntimeError, match="LangSmith feedback 'facts' on run .* failed: ReadTimeout"):
         sink_for(server.url, timeout_s=0.5, max_attempts=1).emit(record, [grounded])
-    assert time.monotonic() - started < 0.5 + 1.5
+    assert time.monotonic() - started < 5.0  # one 0.5 s timeout, not the server's 10 s
 
 
 def test_a_missing_sdk_names_the_extra_to_install(monkeypatch) -> None:

@@ -168,7 +168,7 @@ def test_a_slow_tracking_server_hits_the_deadline(loopback, tracking_uri, monkey
     started = time.monotonic()
     with pytest.raises(TimeoutError, match="MLflow feedback on trace tr-4bf9.* did not finish within 1 s"):
         MLflowSink(timeout_s=1).emit(record, [grounded])
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 5.0  # the 1 s deadline, not the server's 10 s
     assert server.requests and server.requests[0].path.startswith("/api/")
 
 

@@ -108,7 +108,7 @@ def test_a_down_server_raises_quickly(refused_url, record, grounded) -> None:
     started = time.monotonic()
     with pytest.raises(RuntimeError, match="Phoenix annotations of span 00f067aa0ba902b7 failed: ConnectError"):
         sink_for(refused_url, max_attempts=2, backoff_s=0.05).emit(record, [grounded])
-    assert time.monotonic() - started < 2.0
+    assert time.monotonic() - started < 5.0  # refused at once, no long backoff
 
 
 def test_a_slow_server_times_out_within_the_bound(loopback, record, grounded) -> None:
@@ -116,7 +116,7 @@ def test_a_slow_server_times_out_within_the_bound(loopback, record, grounded) ->
     started = time.monotonic()
     with pytest.raises(RuntimeError, match="ReadTimeout"):
         sink_for(server.url, timeout_s=0.3, max_attempts=2, backoff_s=0.05).emit(record, [grounded])
-    assert time.monotonic() - started < 0.3 * 2 + 0.05 + 1.0
+    assert time.monotonic() - started < 5.0  # two 0.3 s timeouts, not the server's 10 s
     assert len(server.requests) == 2
 
 

@@ -57,9 +57,8 @@ def test_beyond_the_concurrent_scrapes_the_answer_is_503_at_once():
     with ThreadPoolExecutor(2) as pool:
         held = [pool.submit(call, app) for _ in range(2)]
         time.sleep(0.2)
-        started = time.monotonic()
         assert call(app) == ("503 Service Unavailable", b"busy: too many scrapes at once\n")
-        assert time.monotonic() - started < 0.1
+        assert not any(h.done() for h in held)  # answered while both scrapes were still held: at once
         release.set()
         assert [future.result()[0] for future in held] == ["200 OK", "200 OK"]
     assert app.refused == 1

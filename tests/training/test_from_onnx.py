@@ -1,6 +1,6 @@
-"""A shipped int8 ONNX cross-encoder reads back into torch (training/xe/from_onnx.py): export a small
-model, read it back, and get its weights within int8 rounding and its token probabilities within the
-error of onnxruntime's int8 activations."""
+"""A shipped ONNX cross-encoder reads back into torch (training/xe/from_onnx.py): export a small model, read it
+back, and get its weights within int8 rounding and its token probabilities as onnxruntime computes them (float32
+arithmetic on the stored weights: the same within float rounding, on any CPU)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import onnxruntime as ort
+import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +27,8 @@ def test_an_exported_model_reads_back_with_its_weights_and_its_outputs(tmp_path)
     xe_export.export(state, network.config, path)
 
     read, config = from_onnx.read_state(path)
-    assert config == {**network.config, "eps": 1e-12}
+    assert config.pop("eps") == pytest.approx(1e-12, rel=1e-6)  # as the graph holds it: float32
+    assert config == {k: v for k, v in network.config.items() if k != "eps"}
     assert sorted(read) == sorted(state)
     for name, value in state.items():
         if name == "word.weight":  # uint8 per tensor: half a step of (max - min) / 255
@@ -44,4 +46,4 @@ def test_an_exported_model_reads_back_with_its_weights_and_its_outputs(tmp_path)
     onnx_p = ort.InferenceSession(str(path)).run(None, {"input_ids": ids, "attention_mask": mask})[0]
     with torch.no_grad():
         torch_p = torch.sigmoid(back(torch.from_numpy(ids), torch.from_numpy(mask).bool())).numpy()
-    assert np.abs(onnx_p - torch_p)[mask == 1].max() < 0.05
+    assert np.abs(onnx_p - torch_p)[mask == 1].max() < 1e-5

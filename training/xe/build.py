@@ -4,7 +4,9 @@
     examples  every example and measurement set (examples.py; --set g3 | g4) -> WORK/examples/, WORK/eval/
     pack      the first 6 layers of multilingual-e5-small, pruned vocabulary  -> WORK/e5_pruned.npz
     (run.py tokenize / run.py train --variant V: stage 1, 5-fold CV on ragtruth_qa_dev, final -> WORK/runs/V/)
-    export    int8 ONNX + tokenizer + card (threshold from cv_report.py)       -> src/groundtrace/detector/
+    export    the ONNX graph + tokenizer + card (threshold from cv_report.py)  -> src/groundtrace/detector/
+    repack    a shipped graph's stored weights as today's graph (--from FILE)  -> src/groundtrace/detector/
+    check     the check windows and their float64 reference (xe/check.py)     -> src/groundtrace/detector/
 """
 
 from __future__ import annotations
@@ -93,13 +95,14 @@ def final_state(work: Path, variant: str) -> tuple[dict[str, np.ndarray], dict]:
 
 
 def write_shipped(work: Path, variant: str, out: Path, version: str) -> None:
-    """The int8 graph, the tokenizer files and the card the metric reads."""
-    from xe import export
+    """The graph, the tokenizer files, the check windows and the card the metric reads."""
+    from xe import check, export
 
     state, config = final_state(work, variant)
     export.export(state, config, out / "grounding-xe.onnx")
     shutil.copyfile(work / "tok" / "tokenizer.model", out / "grounding-xe.spm")
     shutil.copyfile(work / "tok" / "normalizer.json", out / "grounding-xe-normalizer.json")
+    check.write(out / "grounding-xe.onnx", out / "grounding-xe-check.npz")
     cv = json.loads((work / "runs" / variant / "cv_report.json").read_text())
     read = lambda path: json.loads(path.read_text()) if path.exists() else None  # noqa: E731
     result = read(work / "runs" / variant / "result.json") or {}
@@ -124,13 +127,14 @@ def write_shipped(work: Path, variant: str, out: Path, version: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("step", choices=["vocab", "examples", "pack", "export"])
+    parser.add_argument("step", choices=["vocab", "examples", "pack", "export", "repack", "check"])
     parser.add_argument("--work", type=Path, default=ROOT / ".cache" / "xe")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--set", dest="example_set", default="g3", choices=["g3", "g4"], help="examples: which set")
     parser.add_argument("--variant", default="full")
     parser.add_argument("--version", default="grounding-3")
     parser.add_argument("--out", type=Path, default=ROOT / "src" / "groundtrace" / "detector")
+    parser.add_argument("--from", dest="source", type=Path, help="repack: the shipped graph to read")
     args = parser.parse_args(argv)
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
@@ -141,6 +145,14 @@ def main(argv: list[str] | None = None) -> int:
     elif args.step == "pack":
         e5_file.write_pruned(e5_file.read(raw_q4=True), np.load(work / "tok" / "kept_ids.npy"), PACKED_LAYERS,
                              work / "e5_pruned.npz")
+    elif args.step == "repack":
+        from xe import export
+
+        export.repack(args.source, args.out / "grounding-xe.onnx")
+    elif args.step == "check":
+        from xe import check
+
+        print(json.dumps(check.write(args.out / "grounding-xe.onnx", args.out / "grounding-xe-check.npz")))
     else:
         write_shipped(work, args.variant, args.out, args.version)
     return 0

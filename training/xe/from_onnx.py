@@ -1,10 +1,11 @@
-"""A shipped int8 ONNX cross-encoder (export.py's graph after onnxruntime's dynamic quantization) read
-back into a torch state dict, so a new model can start from the shipped one's weights.
+"""A shipped ONNX cross-encoder read back: its stored tensors (export.py's names, integers and scales as
+they are) and a torch state dict, so a new model can start from the shipped one's weights and the float
+reference (reference.py) can compute what the graph should.
 
-Weights come back dequantized: ``(q - zero_point) * scale``, per output channel for the MatMuls
-(stored [in, out], transposed here to torch's [out, in]) and per tensor for the word embedding.
-The fp32 tensors export.py left unquantized (biases, norms, positions, the FFN output projection)
-come back as they are.
+Both graphs grounding-2 has had read the same: today's (int8 weights widened by Cast and Mul, float32
+arithmetic) and its first (onnxruntime's dynamic quantization), whose initializers have the same names:
+``NAME_quantized``, ``NAME_scale`` (and ``NAME_zero_point`` where not all zero) for a stored tensor, ``NAME`` for a float one.
+Weight matrices are [in, out] in the graph, transposed here to torch's [out, in].
 """
 
 from __future__ import annotations
@@ -14,48 +15,58 @@ from pathlib import Path
 import numpy as np
 from onnx import load, numpy_helper
 
-_LINEARS = ("q", "k", "v", "ao", "fi", "fo")
+from xe.export import LINEARS, Stored, Tensor
+
 _NORMS = ("aln", "oln")
 
 
-def _tensors(path: Path) -> dict[str, np.ndarray]:
-    model = load(str(path))
-    return {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-
-
-def _weight(t: dict[str, np.ndarray], name: str) -> np.ndarray:
-    """The [in, out] weight ``name`` as fp32, dequantized where the graph holds it int8."""
+def _tensor(t: dict[str, np.ndarray], name: str) -> Tensor:
     if name in t:
         return t[name].astype(np.float32)
-    q, scale, zero = t[f"{name}_quantized"], t[f"{name}_scale"], t[f"{name}_zero_point"]
-    return ((q.astype(np.float32) - zero.astype(np.float32)) * scale.astype(np.float32)).astype(np.float32)
+    q, scale = t[f"{name}_quantized"], t[f"{name}_scale"].astype(np.float32)
+    return Stored(q, scale, t.get(f"{name}_zero_point", np.zeros(scale.shape, q.dtype)))
+
+
+def read_tensors(path: Path) -> tuple[dict[str, Tensor], dict]:
+    """(the graph's named tensors, its config) from a shipped ONNX file."""
+    model = load(str(path))
+    t = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    names = ["word", "pos", "type", "ln_w", "ln_b", "head.w", "head.b"]
+    layers = 1 + max(int(name.split(".")[1]) for name in t if name.startswith("layers."))
+    for i in range(layers):
+        names += [f"layers.{i}.{n}.{part}" for n in LINEARS for part in ("w", "b")]
+        names += [f"layers.{i}.{n}.{part}" for n in _NORMS for part in ("w", "b")]
+    tensors = {name: _tensor(t, name) for name in names}
+    norm = next(n for n in model.graph.node if n.op_type == "LayerNormalization")
+    eps = next(a.f for a in norm.attribute if a.name == "epsilon")
+    hidden = tensors["pos"].shape[1]
+    first = tensors["layers.0.fi.w"]
+    config = {"vocab": (tensors["word"].q if isinstance(tensors["word"], Stored) else tensors["word"]).shape[0],
+              "hidden": hidden, "layers": layers, "heads": int(t["heads_shape"][2]),
+              "ffn": (first.q if isinstance(first, Stored) else first).shape[1],
+              "max_positions": tensors["pos"].shape[0], "eps": float(eps)}
+    return tensors, config
+
+
+def widened(value: Tensor) -> np.ndarray:
+    return value.widen() if isinstance(value, Stored) else value
 
 
 def read_state(path: Path) -> tuple[dict[str, np.ndarray], dict]:
     """(state dict of model.CrossEncoder as numpy fp32, its config) from a shipped ONNX file."""
-    t = _tensors(path)
-    layers = 1 + max(int(name.split(".")[1]) for name in t if name.startswith("layers."))
+    t, config = read_tensors(path)
     state: dict[str, np.ndarray] = {
-        "word.weight": _weight(t, "word"),
-        "pos.weight": t["pos"].astype(np.float32),
-        "type_emb": t["type"].astype(np.float32),
-        "ln.weight": t["ln_w"].astype(np.float32),
-        "ln.bias": t["ln_b"].astype(np.float32),
-        "head.weight": _weight(t, "head.w").T.copy(),
-        "head.bias": t["head.b"].astype(np.float32),
+        "word.weight": widened(t["word"]), "pos.weight": t["pos"], "type_emb": t["type"],
+        "ln.weight": t["ln_w"], "ln.bias": t["ln_b"],
+        "head.weight": widened(t["head.w"]).T.copy(), "head.bias": t["head.b"],
     }
-    for i in range(layers):
-        for name in _LINEARS:
-            state[f"layers.{i}.{name}.weight"] = _weight(t, f"layers.{i}.{name}.w").T.copy()
-            state[f"layers.{i}.{name}.bias"] = t[f"layers.{i}.{name}.b"].astype(np.float32)
+    for i in range(config["layers"]):
+        for name in LINEARS:
+            state[f"layers.{i}.{name}.weight"] = widened(t[f"layers.{i}.{name}.w"]).T.copy()
+            state[f"layers.{i}.{name}.bias"] = t[f"layers.{i}.{name}.b"]
         for name in _NORMS:
-            state[f"layers.{i}.{name}.weight"] = t[f"layers.{i}.{name}.w"].astype(np.float32)
-            state[f"layers.{i}.{name}.bias"] = t[f"layers.{i}.{name}.b"].astype(np.float32)
-    hidden = state["pos.weight"].shape[1]
-    heads_shape = t["heads_shape"]
-    config = {"vocab": state["word.weight"].shape[0], "hidden": hidden, "layers": layers,
-              "heads": int(heads_shape[2]), "ffn": state["layers.0.fi.weight"].shape[0],
-              "max_positions": state["pos.weight"].shape[0], "eps": 1e-12}
+            state[f"layers.{i}.{name}.weight"] = t[f"layers.{i}.{name}.w"]
+            state[f"layers.{i}.{name}.bias"] = t[f"layers.{i}.{name}.b"]
     return state, config
 
 

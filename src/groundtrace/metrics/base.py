@@ -178,6 +178,12 @@ class Metric:
         """The threshold used when none is given (a trained metric reads it from its model card)."""
         return cls.default_threshold
 
+    @classmethod
+    def numerics(cls) -> tuple[float, list[str]] | None:
+        """(tolerance, instruction sets measured on): how far this metric's values may differ between CPUs,
+        where it states it (a trained metric, from its model card); None where it does not."""
+        return None
+
     def verdict(self, value: float, threshold: float | None = None) -> bool:
         """Hallucinated at ``threshold`` (default: this metric's own)?"""
         t = self.threshold if threshold is None else threshold

@@ -62,6 +62,11 @@ class GroundingMetric(Metric):
     def documented_threshold(cls) -> float:
         return float(model_card()["threshold"])
 
+    @classmethod
+    def numerics(cls) -> tuple[float, list[str]]:
+        stated = model_card()["numerics"]
+        return float(stated["tolerance"]), [m["instruction_set"] for m in stated["measured"]]
+
     @property
     def trained_on(self) -> list[dict[str, str]]:
         """The files the shipped model was trained on, from its card (see groundtrace.provenance): the bench

@@ -68,6 +68,9 @@ class CachedExposition:
 
 class _Server(ThreadingMixIn, WSGIServer):
     daemon_threads = True
+    # socketserver's backlog of 5 drops a burst's connections, which then wait for SYN retries (1 s, 3 s, 7 s):
+    # the busy answer (503) is meant to be immediate
+    request_queue_size = 128
 
 
 class _Server6(_Server):
