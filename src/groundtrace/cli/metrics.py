@@ -57,9 +57,11 @@ def metrics_command(
 def check_numerics() -> int:
     """The detector's check here: one line, exit code 0 within the tolerance, 1 beyond it."""
     from groundtrace.detector.numerics import check
-    from groundtrace.metrics.grounding import GroundingMetric
+    from groundtrace.metrics import metric_class
 
-    tolerance, _ = GroundingMetric.numerics()
+    stated = metric_class("grounding").numerics()
+    assert stated is not None  # the trained detector states its tolerance in its card
+    tolerance = stated[0]
     result = check(tolerance)
     verdict = "within" if result.ok else "BEYOND"
     out.print(f"grounding on {result.instruction_set}: {result.windows} check windows, {result.positions} positions, "
