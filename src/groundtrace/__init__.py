@@ -11,6 +11,7 @@ from groundtrace.record import Record
 from groundtrace.score import Cost, Score, ScoredRecord, Span
 from groundtrace.capture.explicit import turn
 from groundtrace.capture.marked import retrieval
+from groundtrace.capture.request import ASGIMiddleware, WSGIMiddleware, request_scope
 from groundtrace.capture.session import current_session, session
 
 if TYPE_CHECKING:
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = [
+    "ASGIMiddleware",
     "ConfigError",
     "Cost",
     "Evaluator",
@@ -32,11 +34,13 @@ __all__ = [
     "ScoredRecord",
     "Span",
     "VerdictFileError",
+    "WSGIMiddleware",
     "current_session",
     "evaluate",
     "get_metric",
     "metric_names",
     "register_metric",
+    "request_scope",
     "retrieval",
     "score_frame",
     "session",

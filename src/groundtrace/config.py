@@ -66,6 +66,10 @@ from groundtrace.redaction import register_secrets
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 DEFAULT_JSONL_PATH = "groundtrace-scores.jsonl"
+#: how long (at most) a Monitor settles what it holds when the process exits (GROUNDTRACE_EXIT_FLUSH_S): a short
+#: script's record waited 0.9 s at most on an idle 2-core machine, 30 s with both cores busy (the scoring process
+#: runs at the lowest priority): twice that (benchmarks/exit_flush.py, docs/how-to/servers.md)
+DEFAULT_EXIT_FLUSH_S = 60.0
 #: the keys groundtrace or the SDKs of its sinks and sources may use: never shown in any text groundtrace writes
 SECRET_VARIABLES = ("OPENAI_API_KEY", "LANGSMITH_API_KEY", "LANGCHAIN_API_KEY", "LANGFUSE_SECRET_KEY",
                     "LANGFUSE_PUBLIC_KEY", "PHOENIX_API_KEY")
@@ -152,6 +156,12 @@ def trace_url(environ: Mapping[str, str] | None = None) -> str | None:
     return _text(_environ(environ), "GROUNDTRACE_TRACE_URL")
 
 
+def _exit_flush_s(seconds: float) -> float:
+    if not 0 <= seconds < float("inf"):
+        raise ConfigError(f"GROUNDTRACE_EXIT_FLUSH_S={seconds!r} is not a number of seconds, 0 or more")
+    return seconds
+
+
 def _cpu_budget(env: Mapping[str, str]) -> float | None:
     raw = _text(env, "GROUNDTRACE_CPU_BUDGET")
     if raw is None:
@@ -222,6 +232,8 @@ class Settings:
     queue_size: int = 1000
     workers: int = 1
     metric_timeout_s: float = 30.0
+    #: how long (at most) the Monitors settle what they hold at exit or on SIGTERM (GROUNDTRACE_EXIT_FLUSH_S)
+    exit_flush_s: float = DEFAULT_EXIT_FLUSH_S
     #: a share of one core (GROUNDTRACE_CPU_BUDGET); None: no bound
     cpu_budget: float | None = None
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -300,6 +312,7 @@ class Settings:
             queue_size=number("GROUNDTRACE_QUEUE_SIZE", defaults.queue_size, int),
             workers=number("GROUNDTRACE_WORKERS", defaults.workers, int),
             metric_timeout_s=number("GROUNDTRACE_METRIC_TIMEOUT_S", defaults.metric_timeout_s, float),
+            exit_flush_s=_exit_flush_s(number("GROUNDTRACE_EXIT_FLUSH_S", defaults.exit_flush_s, float)),
             cpu_budget=_cpu_budget(env),
             options=parsed_options,
             isolation=_text(env, "GROUNDTRACE_ISOLATION") or defaults.isolation,

@@ -23,7 +23,7 @@ from groundtrace.config import Settings
 from groundtrace.cpu_budget import CpuBudget
 from groundtrace.engine import build_metrics
 from groundtrace.metrics import Metric
-from groundtrace.monitor_exit import register_exit_flush
+from groundtrace.monitor_exit import EXIT_FLUSH_S, arm_in_child, register_exit_flush, register_for_fork
 from groundtrace.monitor_workers import STOP, BoundedQueue, Workers
 from groundtrace.privacy import Mask, load_mask, mask_reference
 from groundtrace.record import PendingRecord, Record
@@ -209,6 +209,7 @@ class Monitor(Workers):
         capture_text: bool | None = None,
         cpu_budget: float | None = None,
         telemetry: Any = None,
+        exit_flush_s: float | None = None,
     ) -> None:
         from groundtrace.sinks import build_sinks, register_trace_links
 
@@ -217,7 +218,6 @@ class Monitor(Workers):
             mask = settings.mask if mask is None else mask
             capture_text = settings.capture_text if capture_text is None else capture_text
             cpu_budget = settings.cpu_budget if cpu_budget is None else cpu_budget
-        self.budget = None if cpu_budget is None else CpuBudget(cpu_budget)
         self.mask = load_mask(mask)
         self.capture_text = True if capture_text is None else capture_text
         self.metrics = build_metrics(metrics, options, settings)
@@ -239,28 +239,16 @@ class Monitor(Workers):
         self.metric_timeout_s = metric_timeout_s
         self.linger_s = linger_s
         self.batch_size = max(1, batch_size)
-        # the waiting records: a deque bounded under the lock, and an event that wakes a worker
-        # (cheaper than queue.Queue, whose every put and get takes a Condition)
-        self._queue = BoundedQueue(queue_size, queue_bytes, max(1, min(self.batch_size, queue_size // 2)))
-        self._filling = threading.Event()
-        self._wake = threading.Event()
-        self._lock = threading.Lock()
-        self._stats = MonitorStats()
-        self._latencies: deque[float] = deque(maxlen=2048)
-        self._in_flight = 0
-        self._idle = threading.Condition(self._lock)
+        self.exit_flush_s = exit_flush_s if exit_flush_s is not None else \
+            settings.exit_flush_s if settings is not None else EXIT_FLUSH_S
+        self._queue_bounds = (queue_size, queue_bytes)
+        self._budget_share = cpu_budget
+        self._worker_count = max(1, workers)
+        self._forked_from: int | None = None  # the parent's pid, in a child forked with this Monitor built
         self._closed = False
-        self._abandon = False
-        self._references: dict[int, tuple[Any, str | None]] = {}
-        self._flagged_by = dict.fromkeys((m.name for m in self.metrics), 0)
-        self._stored = 0  # records delivered to the default store
-        self._no_record_reasons: dict[str, int] = {}
-        self._lanes = Lanes(self._count_sink_errors)  # one delivery lane per sink fed in this process
-        self._full_drops = self._drops_said = 0  # a full queue's drops, and those said (as a rate, by the workers)
-        self._drop_warning = RateLimitedWarning(log, "records dropped")
+        self._close_done = threading.Event()
         self._warmed: dict[str, str] | None = None  # the metrics that cannot load, once warmed up here
-        self._warm_lock = threading.Lock()
-        self._workers: list[threading.Thread] = []
+        self._fresh_state()
         telemetry = (settings.telemetry if settings is not None else "auto") if telemetry is None else telemetry
         self.telemetry = self._telemetry(telemetry, settings)
         # the sinks the scoring process builds and feeds itself; the rest (otel, mlflow, objects) run here
@@ -273,22 +261,71 @@ class Monitor(Workers):
                              sink_settings.to_json() if any(moved) and sink_settings is not None else None,
                              own_mask if self._masks_travel else None, self.capture_text, bool(self._own_sinks),
                              evaluations=self.telemetry is not None)
-        slots = max(1, workers) * max(1, len(self.metrics)) * 2
-        self._metric_pool = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="groundtrace-metric")
+        self._setup, self._ray_address = setup, ray_address
         try:
-            self._scorers = [self._scorer(setup, ray_address) for _ in range(max(1, workers))]
+            self._start_workers()
         except BaseException:  # a Monitor that never starts serves no metrics: its endpoint is let go
             if self.telemetry is not None:
                 self.telemetry.close()
             raise
-        self._workers = [
-            threading.Thread(target=self._work, args=(scorer,), name=f"groundtrace-worker-{i}", daemon=True)
-            for i, scorer in enumerate(self._scorers)
-        ]
-        for worker in self._workers:
-            worker.start()
+        register_for_fork(self)
         if flush_at_exit:
             register_exit_flush(self)
+
+    def _fresh_state(self) -> None:
+        """The queue, the counts and everything with a lock or a thread: made here, and made anew in a child
+        the process forks (the parent's records, threads and scoring processes stay the parent's)."""
+        queue_size, queue_bytes = self._queue_bounds
+        # the waiting records: a deque bounded under the lock, and an event that wakes a worker
+        # (cheaper than queue.Queue, whose every put and get takes a Condition)
+        self._queue = BoundedQueue(queue_size, queue_bytes, max(1, min(self.batch_size, queue_size // 2)))
+        self._filling = threading.Event()
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._stats = MonitorStats()
+        self._latencies: deque[float] = deque(maxlen=2048)
+        self._in_flight = 0
+        self._idle = threading.Condition(self._lock)
+        self._abandon = False
+        self._references: dict[int, tuple[Any, str | None]] = {}
+        self._flagged_by = dict.fromkeys((m.name for m in self.metrics), 0)
+        self._stored = 0  # records delivered to the default store
+        self._no_record_reasons: dict[str, int] = {}
+        self._lanes = Lanes(self._count_sink_errors)  # one delivery lane per sink fed in this process
+        self._full_drops = self._drops_said = 0  # a full queue's drops, and those said (as a rate, by the workers)
+        self._drop_warning = RateLimitedWarning(log, "records dropped")
+        self._warm_lock = threading.Lock()
+        self.budget = None if self._budget_share is None else CpuBudget(self._budget_share)
+        self._workers: list[threading.Thread] = []
+        self._scorers: list[Any] = []
+        self._metric_pool = ThreadPoolExecutor(max_workers=self._worker_count * max(1, len(self.metrics)) * 2,
+                                               thread_name_prefix="groundtrace-metric")
+        self._start_lock = threading.Lock()
+        self._started = False
+
+    def _start_workers(self) -> None:
+        """The scorers and the worker threads: in the constructor, and in a forked child at its first record."""
+        with self._start_lock:
+            if self._started:
+                return
+            self._scorers = [self._scorer(self._setup, self._ray_address) for _ in range(self._worker_count)]
+            self._workers = [
+                threading.Thread(target=self._work, args=(scorer,), name=f"groundtrace-worker-{i}", daemon=True)
+                for i, scorer in enumerate(self._scorers)
+            ]
+            for worker in self._workers:
+                worker.start()
+            self._started = True
+        if self._forked_from is not None:
+            arm_in_child(self)
+
+    def after_fork_in_child(self, parent: int) -> None:
+        """This process was forked from ``parent`` with this Monitor built (gunicorn --preload, multiprocessing
+        with fork, Celery's prefork pool): start empty; the workers start with the first record submitted here."""
+        self._forked_from = parent
+        self._fresh_state()
+        if self.telemetry is not None:
+            self.telemetry.after_fork_in_child(self._stats)
 
     def _telemetry(self, spec: Any, settings: Settings | None) -> Any:
         """The Monitor's metrics as ``spec`` says, or none when they cannot be had here (a port in use, a
@@ -368,6 +405,8 @@ class Monitor(Workers):
                 queue.bytes += size
                 if len(queue) >= queue.enough:  # a worker lingering for a batch takes it now, before it fills
                     self._filling.set()
+            if not self._started:  # a forked child's first record: its own workers start now
+                self._start_workers()
             self._wake.set()
             return True
         except Exception as error:  # the application must never see our failure; nor its text the log
@@ -412,9 +451,17 @@ class Monitor(Workers):
         unsettled is dropped (and counted): what waits in the queue, and what a scoring process still
         holds (it is killed); a record a thread worker holds is still settled when its metric returns."""
         with self._lock:
-            if self._closed:
-                return
+            closing = self._closed
             self._closed = True
+        if closing:  # a second close (SIGTERM during the exit flush) waits for the first, within its own time
+            self._close_done.wait(timeout)
+            return
+        try:
+            self._close(timeout)
+        finally:
+            self._close_done.set()
+
+    def _close(self, timeout: float | None) -> None:
         started = time.monotonic()
         dropped_before = self._stats.dropped
         if not self.flush(timeout):

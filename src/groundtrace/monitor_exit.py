@@ -1,29 +1,53 @@
-"""When the process ends: every live Monitor settles what it holds, at exit and on SIGTERM.
+"""When the process ends or forks: every live Monitor settles what it holds at exit and on SIGTERM, and starts
+anew in a forked child.
 
-``atexit`` closes the Monitors that asked for it (``Monitor(flush_at_exit=True)``, the default) within
-:data:`EXIT_FLUSH_S`; each says at WARNING what it could not settle. SIGTERM (a container stopped, a deploy)
-ends a process without running atexit: where the application has no SIGTERM handler of its own, one is
+``atexit`` closes the Monitors that asked for it (``Monitor(flush_at_exit=True)``, the default), each within its
+``exit_flush_s`` (``GROUNDTRACE_EXIT_FLUSH_S``, default :data:`EXIT_FLUSH_S`): the wait ends as soon as every
+record is settled, and each Monitor says at WARNING what it could not settle. SIGTERM (a container stopped, a
+deploy) ends a process without running atexit: where the application has no SIGTERM handler of its own, one is
 installed that does the same, then lets the signal do what it would have done.
+
+A child forked with Monitors built (``gunicorn --preload``, ``multiprocessing`` with fork, Celery's prefork pool)
+inherits no thread and no scoring process: each Monitor starts empty there, and starts its workers with the
+first record the child submits (the parent's records stay the parent's to settle and report). The child does not
+keep the parent's SIGTERM handler (a pool's ``terminate()`` is not delayed by it); one is installed again when a
+Monitor starts there. A ``multiprocessing`` or ``billiard`` child ends with ``os._exit``, which skips atexit:
+its Monitors are closed by the pool's own exit hook instead.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import sys
 import threading
 import weakref
 from typing import Any
 
+from groundtrace.config import DEFAULT_EXIT_FLUSH_S
 from groundtrace.redaction import get_logger
 
 log = get_logger("groundtrace.monitor")
 
-_live: weakref.WeakSet[Any] = weakref.WeakSet()
+#: how long (at most) the Monitors get to settle what they hold when the process exits or is sent SIGTERM,
+#: unless GROUNDTRACE_EXIT_FLUSH_S or Monitor(exit_flush_s=) says otherwise
+EXIT_FLUSH_S = DEFAULT_EXIT_FLUSH_S
+
+_live: weakref.WeakSet[Any] = weakref.WeakSet()  # those to close at exit
+_built: weakref.WeakSet[Any] = weakref.WeakSet()  # every Monitor, to start anew in a forked child
 _exit_hook_installed = False
+_sigterm_ours = False
+_pool_hooks: set[str] = set()  # the process pools whose exit hook closes this process's Monitors
+_fork_hook_installed = False
 
 
-#: how long the Monitors get to settle what they hold when the process exits, or is sent SIGTERM
-EXIT_FLUSH_S = 5.0
+def register_for_fork(monitor: Any) -> None:
+    """Start ``monitor`` anew in a child this process forks (every Monitor is)."""
+    global _fork_hook_installed
+    _built.add(monitor)
+    if not _fork_hook_installed and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_after_fork_in_child)
+        _fork_hook_installed = True
 
 
 def register_exit_flush(monitor: Any) -> None:
@@ -34,27 +58,55 @@ def register_exit_flush(monitor: Any) -> None:
         atexit.register(_close_all)
         _install_sigterm()
         _exit_hook_installed = True
+    _hook_pool_exit()  # a pool's worker (uvicorn's, multiprocessing's) ends without atexit
 
 
-def _close_all(timeout: float = EXIT_FLUSH_S) -> None:
-    for monitor in list(_live):
-        try:
-            monitor.close(timeout=timeout)
-        except Exception:
-            pass
+def arm_in_child(monitor: Any) -> None:
+    """A Monitor starts in a forked child: its exit paths there (SIGTERM, and a process pool's exit hook)."""
+    if monitor in _live:
+        _install_sigterm()
+        _hook_pool_exit()
+
+
+def _close_all() -> None:
+    monitors = list(_live)
+    try:  # side by side: each gets its own time, none waits behind another
+        closers = [threading.Thread(target=_close_one, args=(m,), name="groundtrace-exit", daemon=True)
+                   for m in monitors]
+        for closer in closers:
+            closer.start()
+    except RuntimeError:  # an interpreter that starts no thread at exit: one after another, each bounded
+        for monitor in monitors:
+            _close_one(monitor)
+        return
+    for closer, monitor in zip(closers, monitors, strict=True):
+        closer.join(_exit_bound(monitor) + 2.0)
+
+
+def _close_one(monitor: Any) -> None:
+    try:
+        monitor.close(timeout=_exit_bound(monitor))
+    except Exception:
+        pass
+
+
+def _exit_bound(monitor: Any) -> float:
+    return float(getattr(monitor, "exit_flush_s", EXIT_FLUSH_S))
 
 
 def _install_sigterm() -> None:
     """SIGTERM (a container stopped, a deploy) ends a process without running atexit: what the Monitors hold
     would be lost uncounted. Where the application has no handler of its own (its own one runs its exit path,
-    which runs atexit), a handler settles them within :data:`EXIT_FLUSH_S`, says what was lost, then lets the
-    signal do what it would have done."""
+    which runs atexit), a handler settles them within their bound, says what was lost, then lets the signal do
+    what it would have done."""
+    global _sigterm_ours
     import signal
 
     try:
         if threading.current_thread() is threading.main_thread() and \
                 signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
             signal.signal(signal.SIGTERM, _on_sigterm)
+            _sigterm_ours = True
     except (ValueError, OSError, AttributeError):
         pass
 
@@ -65,9 +117,48 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     # on a thread of its own: the main thread may have been stopped holding a lock that close() takes
     closer = threading.Thread(target=_close_all, name="groundtrace-sigterm", daemon=True)
     closer.start()
-    closer.join(EXIT_FLUSH_S + 2.0)
+    bound = max((_exit_bound(m) for m in list(_live)), default=0.0)
+    closer.join(bound + 4.0)
     if closer.is_alive():
         log.warning("groundtrace: SIGTERM: the Monitors did not settle within %.0f s; what they held is lost (their "
-                    "counts as last logged)", EXIT_FLUSH_S)
+                    "counts as last logged)", bound)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _hook_pool_exit() -> None:
+    """A worker of a multiprocessing (or Celery's billiard) pool ends with os._exit, after the pool runs its
+    finalizers: one of them closes this process's Monitors."""
+    for name in ("multiprocessing", "billiard"):
+        if name in _pool_hooks or name not in sys.modules:
+            continue
+        try:
+            util = __import__(f"{name}.util", fromlist=["Finalize"])
+            process = __import__(f"{name}.process", fromlist=["current_process"])
+            if process.current_process().name == "MainProcess":
+                continue  # not a pool's worker: atexit runs here
+            util.Finalize(None, _close_all, exitpriority=100)
+            _pool_hooks.add(name)
+        except Exception as error:
+            log.debug("groundtrace: no exit hook in the %s pool: %s", name, error)
+
+
+def _after_fork_in_child() -> None:
+    global _sigterm_ours
+    parent = os.getppid()
+    if _sigterm_ours:  # the parent's handler is not this child's: a pool's terminate() must not wait for it
+        import signal
+
+        try:
+            if signal.getsignal(signal.SIGTERM) is _on_sigterm:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        except (ValueError, OSError):
+            pass
+        _sigterm_ours = False
+    _pool_hooks.clear()
+    for monitor in list(_built):
+        try:
+            monitor.after_fork_in_child(parent)
+        except Exception as error:  # a Monitor that cannot start anew here scores nothing here: said
+            log.warning("groundtrace: a Monitor could not start anew in forked process %d: %s", os.getpid(), error)
+

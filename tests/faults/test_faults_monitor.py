@@ -114,7 +114,7 @@ class Slow(Metric):
         time.sleep(0.05)
         return Result(1.0, "ok")
 
-monitor = Monitor([Slow()], "none", isolation="thread", queue_size=5000)
+monitor = Monitor([Slow()], "none", isolation="thread", queue_size=5000, exit_flush_s=5)
 for i in range({n}):
     monitor.submit(Record(id=str(i), question="q", contexts=["c"], answer="a"))
 print("submitted", flush=True)
@@ -128,7 +128,7 @@ def run_app(n: int, then: str, **options) -> subprocess.CompletedProcess[str]:
 
 
 def test_records_still_queued_at_exit_are_counted_and_said():
-    done = run_app(1500, "")  # the script ends at once: atexit gives the Monitor 5 s
+    done = run_app(1500, "")  # the script ends at once: atexit gives the Monitor its exit_flush_s, 5 s
     assert done.returncode == 0, done.stderr
     said = [line for line in done.stderr.splitlines() if "not scored when the Monitor closed" in line]
     assert len(said) == 1 and said[0].startswith("groundtrace: ")
@@ -147,7 +147,7 @@ def test_sigterm_settles_the_queue_within_a_bound_and_says_what_was_lost():
     _, stderr = proc.communicate(timeout=60)
     took = time.monotonic() - started
     assert proc.returncode == -signal.SIGTERM  # the signal still does what it would have done
-    assert took < 10  # settled within EXIT_FLUSH_S (5 s), then gone
+    assert took < 10  # settled within its exit_flush_s (5 s), then gone
     said = [line for line in stderr.splitlines() if "not scored when the Monitor closed" in line]
     assert len(said) == 1, stderr
 

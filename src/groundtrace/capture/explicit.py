@@ -24,10 +24,11 @@ import functools
 import inspect
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, overload
 
 from groundtrace.capture.carried import choose, item_origin
+from groundtrace.capture.generators import Watch, wrap_async_generator, wrap_generator
 from groundtrace.record import bounded
 from groundtrace.capture.marked import COUNTS, Retrieved, count_failure, current_turn, function_name, query_of
 from groundtrace.capture.session import current_session
@@ -212,33 +213,15 @@ class TurnScope:
             return TurnScope(query_of(function, args, kwargs), name=label, **options)
 
         if inspect.isasyncgenfunction(function):
-            @functools.wraps(function)
-            async def agen_wrapper(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-                scope, parts = scope_for(args, kwargs), []
-                with scope:
-                    async for part in function(*args, **kwargs):
-                        parts.append(part)
-                        yield part
-                    scope.answer = scope.answer or _joined(parts)
-
-            return agen_wrapper  # type: ignore[return-value]
+            return wrap_async_generator(function, _TurnOf(scope_for))  # type: ignore[return-value]
         if inspect.isgeneratorfunction(function):
-            @functools.wraps(function)
-            def gen_wrapper(*args: Any, **kwargs: Any) -> Iterator[Any]:
-                scope, parts = scope_for(args, kwargs), []
-                with scope:
-                    for part in function(*args, **kwargs):
-                        parts.append(part)
-                        yield part
-                    scope.answer = scope.answer or _joined(parts)
-
-            return gen_wrapper  # type: ignore[return-value]
+            return wrap_generator(function, _TurnOf(scope_for))  # type: ignore[return-value]
         if inspect.iscoroutinefunction(function):
             @functools.wraps(function)
             async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
                 with scope_for(args, kwargs) as scope:
                     value = await function(*args, **kwargs)
-                    scope.answer = scope.answer or answer_text(value)
+                    scope.answer = scope.answer or safe_answer_text(value)
                 return value
 
             return async_wrapper  # type: ignore[return-value]
@@ -247,15 +230,48 @@ class TurnScope:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             with scope_for(args, kwargs) as scope:
                 value = function(*args, **kwargs)
-                scope.answer = scope.answer or answer_text(value)
+                scope.answer = scope.answer or safe_answer_text(value)
             return value
 
         return wrapper  # type: ignore[return-value]
 
 
+def safe_answer_text(value: Any) -> str | None:
+    """:func:`answer_text`, never raising into the application: a value whose attributes raise (an unread
+    streaming response, an object whose ``__getattr__`` fails) is no answer, counted."""
+    try:
+        return answer_text(value)
+    except Exception:
+        count_failure("groundtrace.turn (reading the answer)")
+        return None
+
+
 def _joined(parts: list[Any]) -> str | None:
-    texts = [text for text in (answer_text(part) for part in parts) if text]
+    texts = [text for text in (safe_answer_text(part) for part in parts) if text]
     return "".join(texts) or None
+
+
+class _TurnOf(Watch[tuple["TurnScope", list[Any], contextvars.Context]]):
+    """A turn generator: its turn lives in a context of its own (a copy of the caller's) where every step runs;
+    its answer is what it yielded, joined."""
+
+    def __init__(self, scope_for: Callable[[tuple[Any, ...], Mapping[str, Any]], TurnScope]) -> None:
+        self.scope_for = scope_for
+
+    def begin(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+              ) -> tuple[tuple[TurnScope, list[Any], contextvars.Context], contextvars.Context]:
+        scope, context = self.scope_for(args, kwargs), contextvars.copy_context()
+        context.run(scope._start)
+        return (scope, [], context), context
+
+    def seen(self, state: tuple[TurnScope, list[Any], contextvars.Context], item: Any) -> None:
+        state[1].append(item)
+
+    def end(self, state: tuple[TurnScope, list[Any], contextvars.Context], error: BaseException | None,
+            closed: bool) -> None:
+        scope, parts, context = state
+        scope.answer = scope.answer or _joined(parts)
+        context.run(scope._end, error)
 
 
 @overload

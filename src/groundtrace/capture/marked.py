@@ -10,11 +10,15 @@ async generators (what they yield, collected as it is read) alike. Where it goes
 2. the ``groundtrace.turn`` block or function around it (:mod:`groundtrace.capture.explicit`);
 3. else it waits, in the caller's context, for the next model call that starts a turn there (a LangChain
    model called by hand, a LlamaIndex LLM's ``complete``/``chat``, a chain invoked after the retrieval):
-   "retrieve, then call the model" is a turn. What waits is kept for :data:`PENDING_TTL_S` and a few calls
-   (:data:`MAX_PENDING`), and taken once.
+   "retrieve, then call the model" is a turn. It belongs to its own request: the model call must be given its
+   passages (its prompt or inputs hold one of them: contexts are what reached the model), under the same
+   OpenTelemetry trace when one is current, within :data:`PENDING_TTL_S`; a request scope
+   (:mod:`groundtrace.capture.request`: the ASGI and WSGI middleware) drops what is left when the request
+   ends, so nothing outlives it on a pooled thread. A few are kept (:data:`MAX_PENDING`), each taken once.
 
-On the application's thread this only keeps a reference to the return value: it is read in the Monitor's
-worker. Nothing here raises into the application: a failure of groundtrace's own is logged once and counted.
+On the application's thread the passages are read out of the return value as it returns (O(its size); the texts
+are what the model was given then, whatever the application does with its objects afterwards). Nothing here
+raises into the application: a failure of groundtrace's own is logged once and counted.
 """
 
 from __future__ import annotations
@@ -25,20 +29,26 @@ import inspect
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, overload
 
 from groundtrace.capture.carried import Carried, value_candidate
+from groundtrace.capture.generators import Watch, wrap_async_generator, wrap_generator
 from groundtrace.capture.stats import CaptureCounter
 from groundtrace.redaction import get_logger
+from groundtrace.trace_context import otel_ids
 
 log = get_logger("groundtrace.capture")
 
 F = TypeVar("F", bound=Callable[..., Any])
 # what waits for the next model call of its context: this long, at most this many retrievals
-PENDING_TTL_S = 300.0
+PENDING_TTL_S = 60.0
 MAX_PENDING = 8
+# a passage reached the model when it is in the prompt (spaces and case folded): whole, or this much of its start
+REACHED_CHARS = 400
+# the most of a model call's input read for that (its text, in the order given)
+PROMPT_READ_CHARS = 1 << 21
 # argument names that hold the question or the query, after the first string argument
 QUESTION_ARGUMENTS = ("question", "query", "input", "message", "q", "text", "prompt")
 # the turns of code with no framework (groundtrace.turn) and the failures of this module, counted together
@@ -62,25 +72,47 @@ current_turn: contextvars.ContextVar[OpenTurn | None] = contextvars.ContextVar("
 
 @dataclass(eq=False, slots=True)
 class Retrieved:
-    """One call of a ``@groundtrace.retrieval`` function: its name, the query it was given and what it
-    returned (kept as it was; read in the Monitor's worker)."""
+    """One call of a ``@groundtrace.retrieval`` function: its name, the query it was given and its passages,
+    read out of what it returned when it returned (texts copied then: an application that refills the same
+    list for the next request changes nothing here)."""
 
     name: str
     query: str | None
-    value: Any
+    value: Any  # what the function returned; read at once, then let go
     at: float = field(default_factory=time.monotonic)
     taken: bool = False  # by a turn that started after it (take_pending): never by a second one
+    found: Carried | None = field(init=False, default=None)
+    trace: str | None = field(init=False, default=None)  # the OpenTelemetry trace current when it returned
+
+    def __post_init__(self) -> None:
+        value, self.value = self.value, None
+        ids = otel_ids()
+        self.trace = ids[0] if ids is not None else None
+        try:
+            found = value_candidate(value, f"@groundtrace.retrieval '{self.name}'")
+        except Exception:
+            count_failure(f"@groundtrace.retrieval {self.name!r} (reading what it returned)")
+            return
+        if found is not None and found.unreadable:
+            say_once(("unreadable", self.name),
+                     "groundtrace: @groundtrace.retrieval %r returned %d item(s) with no text (a string, a Document's "
+                     "page_content, a node's get_content(), a dict's text field): they are not contexts",
+                     self.name, found.unreadable)
+        self.found = None if found is None else Carried(found.origin, 0, found.passages, found.unreadable)
 
     def candidate(self) -> Carried | None:
         """Its passages, as a carried candidate named after the function (a retrieval's documents: the
         :data:`~groundtrace.capture.carried.DOCUMENTS` tier whatever their type)."""
-        found = value_candidate(self.value, f"@groundtrace.retrieval '{self.name}'")
-        if found is not None and found.unreadable:
-            say_once(("unreadable", self.name),
-                      "groundtrace: @groundtrace.retrieval %r returned %d item(s) with no text (a string, a Document's "
-                      "page_content, a node's get_content(), a dict's text field): they are not contexts",
-                      self.name, found.unreadable)
-        return None if found is None else Carried(found.origin, 0, found.passages, found.unreadable)
+        return self.found
+
+    def reached(self, prompt: str) -> bool:
+        """Whether a model's input (folded by :func:`folded`) holds one of its passages: whole, or its first
+        :data:`REACHED_CHARS` characters where a template cut a long one (never a passage's end alone: passages
+        of one corpus often end alike)."""
+        for passage in self.found.passages if self.found is not None else ():
+            if folded(passage.text)[:REACHED_CHARS] in prompt:
+                return True
+        return False
 
 
 # ------------------------------------------------------------------------------------- finders
@@ -117,21 +149,80 @@ def has_pending() -> bool:
     return bool(PENDING.get())
 
 
-def take_pending() -> list[Retrieved]:
-    """The retrievals waiting in the caller's context (made in the last :data:`PENDING_TTL_S`, not taken by
-    another turn yet), taken: the model call starting now is their turn."""
+def take_pending(model_input: Any = None) -> list[Retrieved]:
+    """The retrievals waiting in the caller's context that are this model call's, taken: made in the last
+    :data:`PENDING_TTL_S`, not taken by another turn yet, under the same OpenTelemetry trace when both know
+    one, and (given ``model_input``: the call's messages, prompts or a chain's inputs) whose passages reached
+    it. Those of another trace or too old are dropped; those its input does not hold wait for another call."""
     held = PENDING.get()
     if not held:
         return []
-    PENDING.set(())
+    ids = otel_ids()
+    trace = ids[0] if ids is not None else None
+    prompt = None if model_input is None else folded(held_text(model_input))
     oldest = time.monotonic() - PENDING_TTL_S
-    found = []
+    found, waiting = [], []
     with _taken_lock:
         for retrieved in held:
-            if not retrieved.taken and retrieved.at >= oldest:
-                retrieved.taken = True
-                found.append(retrieved)
+            if retrieved.taken or retrieved.at < oldest or (trace and retrieved.trace and retrieved.trace != trace):
+                continue
+            if prompt is not None and not retrieved.reached(prompt):
+                waiting.append(retrieved)
+                continue
+            retrieved.taken = True
+            found.append(retrieved)
+    PENDING.set(tuple(waiting))
+    if waiting and not found:
+        say_once(("not reached",), "groundtrace: a model call was given none of the passages that @groundtrace.retrieval "
+                 "returned before it in the same request (%s): it is not their turn (contexts are what reached the "
+                 "model). Said once.", ", ".join(sorted({r.name for r in waiting})))
     return found
+
+
+def drop_pending() -> int:
+    """Forget the retrievals waiting in the caller's context (a request ended: none outlives it); how many."""
+    held = PENDING.get()
+    if held:
+        PENDING.set(())
+    return sum(not r.taken for r in held)
+
+
+def folded(text: str) -> str:
+    """Text as a passage is looked for in a prompt: white space folded to single spaces, case folded."""
+    return " ".join(text.split()).casefold()
+
+
+def held_text(value: Any, limit: int = PROMPT_READ_CHARS) -> str:
+    """The text a model call's input holds (strings, messages' ``content``, Documents' ``page_content``, nodes'
+    text, in lists, tuples and mappings), joined, at most ``limit`` characters. Never raises."""
+    parts: list[str] = []
+    size = 0
+    stack = [value]
+    seen = 0
+    while stack and size < limit and seen < 100_000:
+        seen += 1
+        item = stack.pop()
+        try:
+            if isinstance(item, str):
+                parts.append(item)
+                size += len(item)
+            elif isinstance(item, Mapping):
+                stack.extend(reversed(list(item.values())))
+            elif isinstance(item, (list, tuple)):
+                stack.extend(reversed(item))
+            else:
+                for attribute in ("content", "page_content", "text"):
+                    found = getattr(item, attribute, None)
+                    if isinstance(found, (str, list, tuple)):
+                        stack.append(found)
+                        break
+                else:
+                    node = getattr(item, "node", None)
+                    if node is not None:
+                        stack.append(node)
+        except Exception:
+            continue
+    return "\n".join(parts)[:limit]
 
 
 # ------------------------------------------------------------------------------- the decorator
@@ -188,25 +279,9 @@ def retrieval(function: Callable[..., Any] | None = None, *, name: str | None = 
     label = name or function_name(function)
 
     if inspect.isasyncgenfunction(function):
-        @functools.wraps(function)
-        async def agen_wrapper(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-            items: list[Any] = []
-            async for item in function(*args, **kwargs):
-                items.append(item)
-                yield item
-            deliver(Retrieved(label, query_of(function, args, kwargs), items))
-
-        return agen_wrapper
+        return wrap_async_generator(function, _Collected(label, function))
     if inspect.isgeneratorfunction(function):
-        @functools.wraps(function)
-        def gen_wrapper(*args: Any, **kwargs: Any) -> Iterator[Any]:
-            items: list[Any] = []
-            for item in function(*args, **kwargs):
-                items.append(item)
-                yield item
-            deliver(Retrieved(label, query_of(function, args, kwargs), items))
-
-        return gen_wrapper
+        return wrap_generator(function, _Collected(label, function))
     if inspect.iscoroutinefunction(function):
         @functools.wraps(function)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -223,6 +298,24 @@ def retrieval(function: Callable[..., Any] | None = None, *, name: str | None = 
         return value
 
     return wrapper
+
+
+class _Collected(Watch[tuple[list[Any], str | None]]):
+    """A retrieval generator: what it yields, as it is read, delivered when it ends or is closed early (what
+    was read is what the application used); nothing when it raised."""
+
+    def __init__(self, label: str, function: Callable[..., Any]) -> None:
+        self.label, self.function = label, function
+
+    def begin(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> tuple[tuple[list[Any], str | None], None]:
+        return ([], query_of(self.function, args, kwargs)), None
+
+    def seen(self, state: tuple[list[Any], str | None], item: Any) -> None:
+        state[0].append(item)
+
+    def end(self, state: tuple[list[Any], str | None], error: BaseException | None, closed: bool) -> None:
+        if error is None:
+            deliver(Retrieved(self.label, state[1], state[0]))
 
 
 def say_once(key: Any, message: str, *args: Any) -> None:

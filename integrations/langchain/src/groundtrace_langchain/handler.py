@@ -185,8 +185,8 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
         try:
             root = COLLECTOR.root_of(self._scope, run_id)
             retrieval = root.retrievals.get(run_id.int) if root is not None else None
-            if retrieval is not None:
-                retrieval.documents = documents
+            if retrieval is not None:  # copies as they were now: the app may reuse or change its objects later
+                retrieval.documents = [_snapshot(document) for document in documents]
         except Exception:
             report_failure("on_retriever_end")
 
@@ -205,7 +205,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
                     kwargs: dict[str, Any]) -> None:
         try:
             if parent_run_id is None:  # a model called by hand: a turn only after a @groundtrace.retrieval call
-                if has_pending() and (marked := take_pending()):
+                if has_pending() and (marked := take_pending(model_input)):  # this call's, if given their text
                     self._start_root(run_id, model_input, kwargs.get("tags"), kwargs.get("metadata"),
                                      kwargs.get("name") or "model call", marked)
                     root = COLLECTOR.root_of(self._scope, run_id)
@@ -296,7 +296,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             links={} if excluded else current_links(), given_session=current_session(),
         )
         if marked is None and PENDING.get():  # (the ContextVar itself: this runs on every request)
-            marked = take_pending()
+            marked = take_pending(inputs)  # a chain given the passages it was retrieved (its inputs hold them)
         for retrieved in marked or ():
             root.sources.append(Retrieval(id(retrieved), retrieved.name, retrieved.query or "", None, False,
                                           marked=retrieved))
@@ -358,3 +358,11 @@ def find_marked_turn(retrieved: Retrieved) -> bool:
         return False
     return any(COLLECTOR.add_marked(handler._scope, parent, retrieved)
                for handler in getattr(callbacks, "handlers", ()) if isinstance(handler, GroundtraceCallbackHandler))
+
+
+def _snapshot(document: Document) -> Document:
+    """A retrieved document as it was when the retriever returned (its text and a copy of its metadata)."""
+    if not isinstance(document, Document):
+        return document
+    return Document(page_content=document.page_content, metadata=dict(document.metadata or {}),
+                    id=getattr(document, "id", None))

@@ -169,7 +169,7 @@ class RootTracker:
         if kind == _LLM and not self._streams_open:
             run.model_root = True
             if has_pending():  # retrieve, then call the model: @groundtrace.retrieval calls made just before
-                for retrieved in take_pending():
+                for retrieved in take_pending(arguments):  # the call's, if its messages hold their text
                     run.note_marked(retrieved, None)
         with self._lock:
             self._counts.root()
