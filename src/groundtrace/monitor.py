@@ -9,21 +9,29 @@ scored or failed, and the counters add up.
 
 from __future__ import annotations
 
-import hashlib
-import os
 import threading
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import replace
 from typing import Any
 
 from groundtrace.config import Settings
 from groundtrace.cpu_budget import CpuBudget
 from groundtrace.engine import build_metrics
 from groundtrace.metrics import Metric
+from groundtrace.monitor_admission import (
+    DEFAULT_QUEUE_BYTES,
+    EXCLUDE_KEYS,
+    QUEUE_SIZED_FROM,
+    check_sample_rate,
+    choose_isolation,
+    record_size,
+    sampled,
+)
 from groundtrace.monitor_exit import EXIT_FLUSH_S, arm_in_child, register_exit_flush, register_for_fork
+from groundtrace.monitor_stats import MonitorStats
 from groundtrace.monitor_workers import STOP, BoundedQueue, Workers
 from groundtrace.privacy import Mask, load_mask, mask_reference
 from groundtrace.record import PendingRecord, Record
@@ -35,84 +43,6 @@ from groundtrace.sinks.lanes import Lanes
 from groundtrace.telemetry import build_telemetry
 
 log = get_logger("groundtrace.monitor")
-
-#: the bytes of text the queue may hold (records are sized once it holds QUEUE_SIZED_FROM or more)
-DEFAULT_QUEUE_BYTES = 64 * 1024 * 1024
-QUEUE_SIZED_FROM = 8
-
-
-def record_size(record: Record | PendingRecord) -> int:
-    """The characters of text a record holds (a Record's fields; a PendingRecord's own estimate): lengths only."""
-    if isinstance(record, PendingRecord):
-        return record.size_hint()
-    return len(record.question or "") + len(record.answer or "") + sum(map(len, record.contexts or ()))
-
-
-# Metadata keys that keep a record out of scoring (set per call, e.g. in a chain's run metadata).
-EXCLUDE_KEYS = ("groundtrace_exclude", "groundtrace.exclude")
-
-
-ISOLATIONS = ("auto", "process", "thread", "ray")
-
-
-def _isolation(requested: str, metrics: Any, ray_address: str | None = None) -> str:
-    if requested not in ISOLATIONS:
-        raise ValueError(f"isolation must be one of {', '.join(map(repr, ISOLATIONS))}, got {requested!r}")
-    names_only = metrics is None or isinstance(metrics, str) or all(isinstance(m, str) for m in metrics)
-    if requested in ("process", "ray") and not names_only:
-        raise ValueError(f"isolation={requested!r} needs metrics given by name (instances cannot move to another process)")
-    if requested == "auto" and ray_address:
-        return "ray" if names_only else "thread"
-    if requested == "auto":
-        return "process" if names_only and os.name == "posix" else "thread"
-    return requested
-
-
-def check_sample_rate(rate: float) -> None:
-    if not 0.0 <= rate <= 1.0:
-        raise ValueError(f"sample_rate must lie in [0, 1], got {rate}")
-
-
-def sampled(key: str, rate: float) -> bool:
-    """Deterministic sampling: the same key (a trace id) is always in or always out."""
-    if rate >= 1.0:
-        return True
-    if rate <= 0.0:
-        return False
-    digest = hashlib.blake2b(key.encode("utf-8", "replace"), digest_size=8).digest()
-    return int.from_bytes(digest, "big") / 2**64 < rate
-
-
-@dataclass
-class MonitorStats:
-    submitted: int = 0
-    sampled_out: int = 0
-    excluded: int = 0
-    #: not taken because groundtrace had used its CPU budget (Monitor(cpu_budget=...))
-    over_budget: int = 0
-    dropped: int = 0
-    scored: int = 0
-    failed: int = 0
-    sink_errors: int = 0
-    #: answers (scored or failed) that at least one metric flagged as hallucinated
-    flagged: int = 0
-    #: turns an integration (or groundtrace.turn) saw end with no Record to submit (never submitted, so not in
-    #: ``settled``): the capture's ``stats().no_record`` says why, per reason
-    no_record: int = 0
-    queued: int = 0
-    #: CPU seconds groundtrace's workers used: their threads in this process (metrics' too, for
-    #: isolation "thread") and their scoring processes (for "ray", the threads here only)
-    cpu_s: float = 0.0
-    latency_ms_p50: float | None = None
-    latency_ms_p95: float | None = None
-
-    @property
-    def settled(self) -> int:
-        return self.sampled_out + self.excluded + self.over_budget + self.dropped + self.scored + self.failed
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 class Monitor(Workers):
     """Background scoring for live traffic.
@@ -233,7 +163,7 @@ class Monitor(Workers):
             if hasattr(sink, "report_undelivered"):
                 sink.report_undelivered = self._count_sink_errors
         ray_address = ray_address or (settings.ray_address if settings is not None else None)
-        self.isolation = _isolation(isolation, metrics, ray_address)
+        self.isolation = choose_isolation(isolation, metrics, ray_address)
         specs = [(m.name, dict((options or {}).get(m.name, {}))) for m in self.metrics]
         self.sample_rate = sample_rate
         self.metric_timeout_s = metric_timeout_s
@@ -519,7 +449,7 @@ class Monitor(Workers):
     @property
     def stats(self) -> MonitorStats:
         with self._lock:
-            stats = MonitorStats(**{k: v for k, v in asdict(self._stats).items()})
+            stats = replace(self._stats)
             latencies = sorted(self._latencies)
             stats.queued = self._in_flight
         if latencies:

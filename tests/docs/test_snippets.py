@@ -33,6 +33,7 @@ def test_page_snippets_run(page: Path, tmp_path: Path, monkeypatch: pytest.Monke
     (tmp_path / "groundtrace").symlink_to(ROOT, target_is_directory=True)
     document = sybil().parse(page)
     document.namespace["__snippet_env__"] = env
+    document.namespace["__name__"] = "__main__"  # as the reader runs it: a script (Flask(__name__), Django views)
     ran = 0
     try:
         for example in document:

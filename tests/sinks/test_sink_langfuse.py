@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+from groundtrace.score import Score
+
 pytest.importorskip("langfuse")
 
 from groundtrace._extras import MissingExtraError  # noqa: E402
@@ -40,13 +42,14 @@ def test_scores_are_posted_with_trace_observation_and_reason(loopback, record, g
         "traceId": "4bf92f3577b34da6a3ce929d0e0e4736",
         "observationId": "00f067aa0ba902b7",
         "name": "facts",
-        "value": 0.75,
-        "dataType": "NUMERIC",
-        "comment": "3 of 4 claims supported",
+        "value": 1.0,  # the verdict, as Langfuse reads a number (higher is better): grounded
+        "dataType": "BOOLEAN",
+        "comment": 'grounded: facts 0.75 (threshold 0.50; higher is better)\nUnsupported: "built in 1850"\n'
+                   "3 of 4 claims supported",
         "metadata": {
             "label": "grounded", "higher_is_better": True, "hallucinated": False, "threshold": 0.5,
             "unsupported_spans": [{"start": 17, "end": 30, "text": "built in 1850", "label": "unsupported", "score": 0.9}],
-            "record_id": "r1",
+            "record_id": "r1", "value": 0.75,
         },
     }
     assert error == {
@@ -155,7 +158,21 @@ def test_through_the_monitor_scores_arrive_and_failures_are_counted(loopback, re
         assert monitor.flush(timeout=20)
         assert monitor.stats.sink_errors == 1
     (sent,) = server.requests[0].json
-    assert (sent["name"], sent["traceId"], sent["dataType"]) == ("lexical", record.trace_id, "NUMERIC")
+    assert (sent["name"], sent["traceId"], sent["dataType"]) == ("lexical", record.trace_id, "BOOLEAN")
+    assert sent["value"] == (0.0 if sent["metadata"]["hallucinated"] else 1.0)
+
+
+def test_a_score_without_a_verdict_is_sent_higher_is_better_and_a_langfuse_link_names_the_target(loopback, record):
+    """grounding 0.8 without a threshold (higher means less supported) reads as 1 - 0.8 = 0.2 in Langfuse; the
+    trace and observation Langfuse's own callback made (the ``langfuse`` link) win over the OpenTelemetry ids."""
+    server = loopback(lambda request: ACCEPTED)
+    linked = record.model_copy(update={"trace_links": {"langfuse": "0af7651916cd43dd8448eb211c80319c/b7ad6b7169203331"}})
+    raw = Score(metric="grounding", value=0.8, higher_is_better=False, record_id="r1")
+    sink_for(server.url).emit(linked, [raw])
+    (sent,) = server.requests[0].json
+    assert (sent["traceId"], sent["observationId"]) == ("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331")
+    assert (sent["value"], sent["dataType"], sent["metadata"]["value"]) == (0.2, "NUMERIC", 0.8)
+    assert sent["comment"] == "grounding 0.80 (higher means less supported)"
 
 
 def test_a_missing_sdk_names_the_extra_to_install(monkeypatch) -> None:

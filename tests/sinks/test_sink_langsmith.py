@@ -23,6 +23,9 @@ INFO = {"version": "0.12.40", "instance_flags": {}, "batch_ingest_config": {
     "scale_down_nempty_trigger": 4, "size_limit": 100, "size_limit_bytes": 20971520}}
 
 
+#: the grounded fixture's comment: the verdict, the rounded value, the threshold, the direction, the phrase, the reason
+COMMENT = 'grounded: facts 0.75 (threshold 0.50; higher is better)\nUnsupported: "built in 1850"\n3 of 4 claims supported'
+
 def langsmith_api(feedback_replies=None):
     """A responder for /info, /sessions (project lookup) and /feedback; feedback replies in order."""
     replies = iter(feedback_replies or [])
@@ -63,11 +66,12 @@ def test_feedback_lands_on_the_root_run_with_score_label_and_reason(loopback, re
         "trace_id": record.run_id,
         "session_id": PROJECT_ID,
         "key": "facts",
-        "score": 0.75,
+        "score": 1.0,  # the verdict, as LangSmith reads a score (higher is better): grounded
         "value": "grounded",
-        "comment": "3 of 4 claims supported",
+        "comment": COMMENT,
         "feedback_source": {"type": "model", "metadata": {"name": "groundtrace"}},
         "extra": {
+            "value": 0.75,
             "higher_is_better": True, "hallucinated": False, "threshold": 0.5, "record_id": "r1",
             "unsupported_spans": [{"start": 17, "end": 30, "text": "built in 1850", "label": "unsupported", "score": 0.9}],
         },
@@ -149,7 +153,7 @@ def test_a_ready_batching_client_is_drained_by_flush(loopback, record, grounded)
     assert name == f"feedback.{sent['id']}"
     assert {k: sent[k] for k in ("run_id", "trace_id", "session_id", "key", "score", "value", "comment")} == {
         "run_id": record.run_id, "trace_id": record.run_id, "session_id": PROJECT_ID, "key": "facts",
-        "score": 0.75, "value": "grounded", "comment": "3 of 4 claims supported"}
+        "score": 1.0, "value": "grounded", "comment": COMMENT}
 
 
 def test_a_down_server_raises_quickly_without_the_key(refused_url, record, grounded, caplog) -> None:

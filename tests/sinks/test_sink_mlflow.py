@@ -75,10 +75,12 @@ def test_feedback_and_error_land_on_the_trace(record, grounded, failed, judged) 
         "assessment_name": "facts",
         "trace_id": trace_id,
         "source": {"source_type": "CODE", "source_id": "groundtrace"},
-        "feedback": {"value": 0.75},
-        "rationale": "3 of 4 claims supported",
+        "feedback": {"value": True},  # the verdict (MLflow shows Pass): a number would be read higher-is-better
+        "rationale": 'grounded: facts 0.75 (threshold 0.50; higher is better)\nUnsupported: "built in 1850"\n'
+                     "3 of 4 claims supported",
         "metadata": {
             "label": "grounded", "higher_is_better": "true", "hallucinated": "false", "threshold": "0.5",
+            "value": "0.75",
             "record_id": "r1",
             "unsupported_spans": json.dumps(
                 [{"start": 17, "end": 30, "text": "built in 1850", "label": "unsupported", "score": 0.9}]),
@@ -135,7 +137,7 @@ def test_a_langchain_chain_under_autolog_is_found_at_root_start_or_end(record, g
     record.trace_links = handler.links
     assert handler.links["mlflow"] == mlflow.get_last_active_trace_id()
     MLflowSink().emit(record, [grounded])
-    assert assessments(handler.links["mlflow"])["facts"]["feedback"] == {"value": 0.75}
+    assert assessments(handler.links["mlflow"])["facts"]["feedback"] == {"value": True}
 
 
 def test_a_record_without_an_mlflow_trace_is_skipped(record, grounded) -> None:
@@ -204,7 +206,7 @@ def test_a_handler_built_without_arguments_links_its_first_record_to_the_mlflow_
         trace_id = mlflow.get_last_active_trace_id()
         assert handler.monitor.flush(30) and handler.monitor.stats.scored == 1
         mlflow.flush_trace_async_logging()
-        assert assessments(trace_id)["lexical"]["feedback"] == {"value": 1.0}
+        assert assessments(trace_id)["lexical"]["feedback"] == {"value": True}
     finally:
         trace_context.unregister_link_provider("mlflow")
         capture.reset_shared_monitor()

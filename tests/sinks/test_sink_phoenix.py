@@ -21,7 +21,11 @@ FACTS = {
     "span_id": "00f067aa0ba902b7",
     "name": "facts",
     "annotator_kind": "CODE",
-    "result": {"label": "grounded", "score": 0.75, "explanation": "3 of 4 claims supported"},
+    "identifier": "groundtrace",
+    # the explanation in words: verdict, rounded value, threshold, direction, the phrase, then the reason
+    "result": {"label": "grounded", "score": 0.75,
+               "explanation": 'grounded: facts 0.75 (threshold 0.50; higher is better)\nUnsupported: "built in 1850"\n'
+                              "3 of 4 claims supported"},
     "metadata": {
         "higher_is_better": True, "hallucinated": False, "threshold": 0.5, "record_id": "r1",
         "unsupported_spans": [{"start": 17, "end": 30, "text": "built in 1850", "label": "unsupported", "score": 0.9}],
@@ -31,6 +35,7 @@ JUDGE = {
     "span_id": "00f067aa0ba902b7",
     "name": "judge",
     "annotator_kind": "CODE",
+    "identifier": "groundtrace",
     "result": {"label": "error", "explanation": "timed out after 30 s"},
     "metadata": {"higher_is_better": True, "unsupported_spans": [], "record_id": "r1"},
 }
@@ -41,7 +46,10 @@ JUDGED = {
     "span_id": "00f067aa0ba902b7",
     "name": "faithfulness",
     "annotator_kind": "LLM",
-    "result": {"label": "hallucinated", "score": 0.5, "explanation": "1 of 2 statements supported"},
+    "identifier": "groundtrace",
+    "result": {"label": "hallucinated", "score": 0.5,
+               "explanation": "hallucinated: faithfulness 0.50 (threshold 0.70; higher is better)\n"
+                              "1 of 2 statements supported"},
     "metadata": {"higher_is_better": True, "hallucinated": True, "threshold": 0.7, "unsupported_spans": [],
                  "record_id": "r1"},
 }
@@ -164,7 +172,8 @@ def test_annotations_land_on_a_span_exported_to_a_live_phoenix(phoenix_url, reco
     sink_for(phoenix_url, backoff_s=0.25, max_attempts=8).emit(record, [grounded, failed, judged])
 
     found = Client(base_url=phoenix_url).spans.get_span_annotations(span_ids=[record.span_id], project_identifier=PROJECT)
-    by_name = {a["name"]: {k: a[k] for k in ("span_id", "name", "annotator_kind", "result", "metadata")} for a in found}
+    by_name = {a["name"]: {k: a[k] for k in ("span_id", "name", "annotator_kind", "identifier", "result", "metadata")}
+               for a in found}
     expected_judge = {**JUDGE, "result": {**JUDGE["result"], "score": None}}
     # Phoenix keeps the conversation where the sink put it
     conversation = {"session_id": "chat-42"}

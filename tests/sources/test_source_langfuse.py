@@ -263,11 +263,11 @@ def test_scores_from_the_sink_land_on_the_trace_and_mark_it_scored(langfuse_app)
         sent = {k: v for k, v in stored.items() if k not in ("id", "timestamp", "createdAt", "updatedAt")}
         root = langfuse_app["roots"][0]
         assert sent == {
-            "traceId": root["traceId"], "observationId": root["id"], "name": "grounding", "value": 0.9,
-            "dataType": "NUMERIC", "comment": "supported", "projectId": PROJECT["id"], "source": "API",
-            "environment": "default",
+            "traceId": root["traceId"], "observationId": root["id"], "name": "grounding", "value": 1.0,
+            "dataType": "BOOLEAN", "comment": "grounded: grounding 0.90 (threshold 0.50; higher is better)\nsupported",
+            "projectId": PROJECT["id"], "source": "API", "environment": "default",
             "metadata": {"label": "grounded", "higher_is_better": True, "hallucinated": False, "threshold": 0.5,
-                         "unsupported_spans": [], "record_id": root["traceId"],
+                         "unsupported_spans": [], "record_id": root["traceId"], "value": 0.9,
                          "session_id": "chat-a"},  # read back from the trace, sent with the score
         }
         # an annotation by a person, and another API client's score, are not groundtrace's

@@ -190,9 +190,10 @@ def test_feedback_from_the_sink_lands_on_the_root_run_and_marks_it_scored(langsm
         assert sent.pop(generated)
     root_id = langsmith_app["roots"][0]["id"]
     assert sent == {
-        "run_id": root_id, "trace_id": root_id, "session_id": PROJECT_ID, "key": "grounding", "score": 0.9,
-        "value": "grounded", "comment": "supported", "feedback_source": {"type": "model", "metadata": {"name": "groundtrace"}},
-        "extra": {"higher_is_better": True, "hallucinated": False, "threshold": 0.5, "unsupported_spans": [],
+        "run_id": root_id, "trace_id": root_id, "session_id": PROJECT_ID, "key": "grounding", "score": 1.0,
+        "value": "grounded", "comment": "grounded: grounding 0.90 (threshold 0.50; higher is better)\nsupported",
+        "feedback_source": {"type": "model", "metadata": {"name": "groundtrace"}},
+        "extra": {"value": 0.9, "higher_is_better": True, "hallucinated": False, "threshold": 0.5, "unsupported_spans": [],
                   "record_id": root_id, "session_id": "thread-1"},  # the run's thread, read back
         "extend_trace_retention": True,
     }

@@ -158,7 +158,8 @@ def test_sink_scores_land_on_the_same_traces_and_are_listed_on_the_next_read(sto
                         source=mlflow.entities.AssessmentSource(source_type="HUMAN", source_id="alice"))
 
     assessments = {a.name: a for a in mlflow.get_trace(store["runs"][0]["trace"]).info.assessments}
-    assert assessments["grounding"].value == 0.9
+    assert assessments["grounding"].value is True  # the verdict: grounded (the value is in the metadata)
+    assert assessments["grounding"].metadata["value"] == "0.9"
     assert assessments["grounding"].source.source_id == "groundtrace"
     assert assessments["grounding"].trace_id == store["runs"][0]["trace"]
 

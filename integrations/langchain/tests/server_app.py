@@ -19,6 +19,7 @@ from typing import Any
 
 import groundtrace
 import groundtrace_langchain
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -42,8 +43,15 @@ class EchoModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])
 
 
+class NoopHandler(BaseCallbackHandler):
+    """A handler that does nothing: what the framework charges for any handler (benchmarks/server_cost.py)."""
+
+
 MODEL = EchoModel()
-MONITOR = groundtrace_langchain.instrument()  # built at import: under --preload, in the master
+# GT_ARM (benchmarks/server_cost.py): "groundtrace" (the default), "noop" (a handler that does nothing), "none"
+ARM = os.environ.get("GT_ARM", "groundtrace")
+MONITOR = groundtrace_langchain.instrument() if ARM == "groundtrace" else None  # at import: under --preload, the master's
+CALLBACKS: list[Any] = [NoopHandler()] if ARM == "noop" else []
 
 
 @groundtrace.retrieval
@@ -55,7 +63,7 @@ def search(question: str) -> list[str]:
 def answer(question: str) -> str:
     passages = search(question)
     prompt = "Answer from the passages.\nPassages:\n" + "\n".join(passages) + f"\nQuestion: {question}"
-    return str(MODEL.invoke(prompt).content)
+    return str(MODEL.invoke(prompt, config={"callbacks": CALLBACKS}).content)
 
 
 def refuse(question: str) -> str:
@@ -64,7 +72,7 @@ def refuse(question: str) -> str:
 
 
 def chat(question: str) -> str:
-    return str(MODEL.invoke(question).content)
+    return str(MODEL.invoke(question, config={"callbacks": CALLBACKS}).content)
 
 
 KINDS = {"rag": answer, "refuse": refuse, "chat": chat}

@@ -11,7 +11,7 @@ SCOPE, OTHER_SCOPE = 1, 2
 
 def root_run(run_id: uuid.UUID) -> RootRun:
     return RootRun(run_id=run_id, name="chain", inputs="q", tags=[], metadata={}, excluded=False,
-                   otel_ids=None, request_span=None, links={})
+                   otel_ids=None, links={})
 
 
 def test_descendants_find_their_root_and_leave_with_it():

@@ -31,7 +31,7 @@ class Run:
         self.collector = Collector()
         self.root_id = uuid.uuid4()
         self.root = RootRun(run_id=self.root_id, name="LangGraph", inputs=inputs, tags=[], metadata={},
-                            excluded=False, otel_ids=None, request_span=None, links={})
+                            excluded=False, otel_ids=None, links={})
         self.collector.add_root(SCOPE, self.root)
 
     def tool(self, name: str, call_id: str | None, arguments: dict, output: object, parent: uuid.UUID | None = None) -> uuid.UUID:

@@ -1,8 +1,12 @@
 """Langfuse sink: one score per Score on the request's trace (``record.trace_id``) and, when set,
 its root observation (``record.span_id``): Langfuse v3+ names traces and observations by their
-OpenTelemetry ids.
+OpenTelemetry ids. Where Langfuse's own LangChain callback traced the request, the adapter names its
+trace and root observation in the ``langfuse`` trace link, and the scores go there.
 
-A numeric Score is sent as ``dataType NUMERIC`` with the reason as comment; an error Score as
+Langfuse reads a number as higher-is-better, so a Score with a verdict is sent as ``dataType BOOLEAN``
+(1: grounded, 0: hallucinated; Langfuse shows True / False), one without as ``NUMERIC`` turned
+higher-is-better; the comment says the label, the rounded value, the threshold, the direction and the
+unsupported phrases (``sinks.readable``), and the metadata keeps the exact value. An error Score is sent as
 ``dataType CATEGORICAL``, value 'error', with the error as comment (never NaN, never a made-up
 number). Label, direction, threshold and the unsupported spans go in the score's metadata.
 
@@ -38,10 +42,13 @@ from groundtrace.record import Record
 from groundtrace.redaction import get_logger, register_secrets
 from groundtrace.score import Score
 from groundtrace.sinks import Sink, retry_with_backoff, score_label, spans_summary
+from groundtrace.sinks.readable import higher_reads_better, passed, rationale
 
 log = get_logger("groundtrace.sinks.langfuse")
 
 DEFAULT_HOST = "https://cloud.langfuse.com"
+#: the trace link an adapter sets when Langfuse's own callback traced the request: "trace id/observation id"
+LINK = "langfuse"
 
 
 def score_fields(score: Score, session_id: str | None = None) -> dict[str, Any]:
@@ -56,12 +63,25 @@ def score_fields(score: Score, session_id: str | None = None) -> dict[str, Any]:
         "record_id": score.record_id,
         "session_id": session_id,
     }
+    metadata["value"] = score.value  # the metric's own value; the score's is the verdict
     fields: dict[str, Any] = {"name": score.metric, "metadata": {k: v for k, v in metadata.items() if v is not None}}
-    if score.ok:
-        fields.update(value=score.value, data_type="NUMERIC", comment=score.reason or None)
+    if score.ok and (verdict := passed(score)) is not None:  # Langfuse reads a number as higher-is-better
+        fields.update(value=1.0 if verdict else 0.0, data_type="BOOLEAN", comment=rationale(score))
+    elif score.ok:
+        fields.update(value=higher_reads_better(score), data_type="NUMERIC", comment=rationale(score))
     else:
         fields.update(value="error", data_type="CATEGORICAL", comment=score.error or "the metric returned no value")
     return fields
+
+
+def langfuse_target(record: Record) -> tuple[str | None, str | None]:
+    """(trace id, observation id) of the record in Langfuse: the observation Langfuse's own LangChain
+    callback made for the request (the ``langfuse`` trace link), else the record's OpenTelemetry span."""
+    link = record.trace_links.get(LINK)
+    if link and "/" in link:
+        trace_id, _, observation_id = link.partition("/")
+        return trace_id, observation_id or None
+    return record.trace_id, record.span_id
 
 
 def base_url(host: str | None) -> str:
@@ -137,22 +157,23 @@ class LangfuseSink(Sink):
         self.backoff_s = backoff_s
 
     def emit(self, record: Record, scores: list[Score]) -> None:
-        if not record.trace_id:
+        trace_id, observation_id = langfuse_target(record)
+        if not trace_id:
             log.debug("record %s has no trace id: no Langfuse score sent", record.id)
             return
         if not scores:
             return
         now = dt.datetime.now(dt.timezone.utc)
-        target = {"trace_id": record.trace_id, "observation_id": record.span_id, "environment": self.environment}
+        target = {"trace_id": trace_id, "observation_id": observation_id, "environment": self.environment}
         batch = [
             self._request_type(id=uuid.uuid4().hex, timestamp=now,
                                **{k: v for k, v in {**target, **score_fields(score, record.session_id)}.items() if v is not None})
             for score in scores
         ]
-        response = self._send(batch, record.trace_id)
+        response = self._send(batch, trace_id)
         if isinstance(response, self._partial_type) and response.rejected:
             reasons = "; ".join(error.message for error in response.errors)
-            raise RuntimeError(f"Langfuse rejected {response.rejected} of {len(batch)} scores of trace {record.trace_id}: "
+            raise RuntimeError(f"Langfuse rejected {response.rejected} of {len(batch)} scores of trace {trace_id}: "
                                f"{reasons}")
 
     def _send(self, batch: list[Any], trace_id: str) -> Any:

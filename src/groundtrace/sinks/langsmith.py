@@ -1,8 +1,10 @@
 """LangSmith sink: one feedback per Score on the request's root run (``record.run_id``).
 
-Feedback fields: ``key`` = metric, ``score`` = value, ``value`` = label ('grounded',
-'hallucinated', 'unknown'), ``comment`` = reason; direction, verdict, threshold and the
-unsupported spans go in ``extra``. An error Score becomes feedback with ``error=True``,
+Feedback fields: ``key`` = metric, ``score`` = the verdict as LangSmith reads a score, higher-is-better
+(1: grounded, 0: hallucinated; without a verdict the value turned higher-is-better), ``value`` = label
+('grounded', 'hallucinated', 'unknown'), ``comment`` = the label, rounded value, threshold, direction,
+unsupported phrases and reason (``sinks.readable``); the exact value, direction, verdict, threshold and
+the unsupported spans go in ``extra``. An error Score becomes feedback with ``error=True``,
 ``value='error'``, no score, and the error as comment: the failure shows next to the run
 instead of silently missing, and no number is invented.
 
@@ -31,6 +33,7 @@ from groundtrace.record import Record
 from groundtrace.redaction import get_logger, register_secrets
 from groundtrace.score import Score
 from groundtrace.sinks import Sink, score_label, spans_summary
+from groundtrace.sinks.readable import higher_reads_better, passed, rationale
 
 log = get_logger("groundtrace.sinks.langsmith")
 
@@ -42,8 +45,9 @@ def feedback_fields(score: Score, session_id: str | None = None) -> dict[str, An
     fields: dict[str, Any] = {
         "key": score.metric,
         "value": score_label(score),
-        "comment": score.reason or None,
+        "comment": rationale(score),
         "extra": {
+            "value": score.value,  # the metric's own value; the feedback's score is the verdict
             "higher_is_better": score.higher_is_better,
             "hallucinated": score.hallucinated,
             "threshold": score.threshold,
@@ -55,8 +59,9 @@ def feedback_fields(score: Score, session_id: str | None = None) -> dict[str, An
     }
     if session_id:
         fields["extra"]["session_id"] = session_id
-    if score.ok:
-        fields["score"] = score.value
+    if score.ok:  # LangSmith reads a score as higher-is-better: 1 grounded, 0 hallucinated
+        verdict = passed(score)
+        fields["score"] = (1.0 if verdict else 0.0) if verdict is not None else higher_reads_better(score)
     else:
         fields.update(value="error", error=True, comment=score.error or "the metric returned no value")
     return fields

@@ -13,7 +13,11 @@ MLflow trace at root start and sees it at root end. ``mlflow.get_last_active_tra
 not used: it is set only after the trace ends, and it is process-wide, so under concurrency it
 could name another request's trace.
 
-Delivery: ``mlflow.log_feedback(trace_id, name=metric, value, rationale=reason, source, metadata)``
+Delivery: ``mlflow.log_feedback(trace_id, name=metric, value, rationale, source, metadata)``, where the value
+is the verdict (True: grounded, False: hallucinated; MLflow shows Pass / Fail) or, for a Score without
+one, the value turned higher-is-better (MLflow draws numbers so); the rationale says the label, the
+rounded value, the threshold, the direction and the unsupported phrases (``sinks.readable``), and the
+metadata keeps the exact value
 (the source ``CODE`` / ``groundtrace`` for the offline metrics, ``LLM_JUDGE`` / ``groundtrace/<judge
 model>`` for the judge metrics), to wherever the application's MLflow writes
 (``MLFLOW_TRACKING_URI`` or ``mlflow.set_tracking_uri``): an assessment must go to the store that
@@ -42,6 +46,7 @@ from groundtrace.record import Record
 from groundtrace.redaction import get_logger
 from groundtrace.score import Score
 from groundtrace.sinks import Sink, retry_with_backoff, score_label, spans_summary
+from groundtrace.sinks.readable import higher_reads_better, passed, rationale
 from groundtrace.sinks.results import LLM, annotator_kind, judge_model
 
 log = get_logger("groundtrace.sinks.mlflow")
@@ -85,6 +90,8 @@ def feedback_metadata(score: Score, session_id: str | None = None) -> dict[str, 
         "higher_is_better": str(score.higher_is_better).lower(),
         "unsupported_spans": json.dumps(spans_summary(score), ensure_ascii=False),
     }
+    if score.value is not None:  # the metric's own value; the assessment's is the verdict
+        metadata["value"] = repr(score.value)
     if score.hallucinated is not None:
         metadata["hallucinated"] = str(score.hallucinated).lower()
     if score.threshold is not None:
@@ -169,7 +176,9 @@ class MLflowSink(Sink):
 
     def _log(self, trace_id: str, score: Score, session_id: str | None) -> None:
         if score.ok:
-            outcome: dict[str, Any] = {"value": score.value, "rationale": score.reason or None}
+            verdict = passed(score)  # MLflow draws a number as higher-is-better: a verdict reads right
+            outcome: dict[str, Any] = {"value": verdict if verdict is not None else higher_reads_better(score),
+                                       "rationale": rationale(score)}
         else:
             message = score.error or "the metric returned no value"
             outcome = {"error": self._error_type(error_code=ERROR_CODE, error_message=message),

@@ -1,6 +1,8 @@
 """Phoenix sink: one span annotation per Score on the request's root span (``record.span_id``).
 
-Each annotation: name = metric, annotator_kind LLM for the judge metrics and CODE for the offline ones, result = {label, score, explanation};
+Each annotation: name = metric, annotator_kind LLM for the judge metrics and CODE for the offline ones,
+identifier ``groundtrace``, result = {label, score, explanation}, the explanation in words: the verdict, the
+rounded value, the threshold, the direction and the unsupported phrases (``sinks.readable``), then the reason;
 direction, verdict, threshold and the unsupported spans go in its metadata. An error Score is
 annotated with label 'error', no score, and the error as explanation. The conversation of the turn
 goes in the metadata as ``session_id`` (an annotation has no field for it; Phoenix's sessions come
@@ -25,9 +27,13 @@ from groundtrace.record import Record
 from groundtrace.redaction import get_logger, register_secrets
 from groundtrace.score import Score
 from groundtrace.sinks import Sink, retry_with_backoff, score_label, spans_summary
+from groundtrace.sinks.readable import rationale
 from groundtrace.sinks.results import annotator_kind
 
 log = get_logger("groundtrace.sinks.phoenix")
+
+#: who annotated, in Phoenix's terms: one annotation per (span, name, identifier), so scoring again updates it
+IDENTIFIER = "groundtrace"
 
 
 def phoenix_client(base_url: str | None = None, api_key: str | None = None, timeout_s: float = 10.0) -> Any:
@@ -54,8 +60,7 @@ def span_annotation(span_id: str, score: Score, session_id: str | None = None) -
     result: dict[str, Any] = {"label": score_label(score)}
     if score.ok:
         result["score"] = score.value
-        if score.reason:
-            result["explanation"] = score.reason
+        result["explanation"] = rationale(score)  # the verdict, direction and unsupported phrases in words
     else:
         result["explanation"] = score.error or "the metric returned no value"
     metadata: dict[str, Any] = {
@@ -67,6 +72,7 @@ def span_annotation(span_id: str, score: Score, session_id: str | None = None) -
         "session_id": session_id,
     }
     return {"span_id": span_id, "name": score.metric, "annotator_kind": annotator_kind(score), "result": result,
+            "identifier": IDENTIFIER,
             "metadata": {key: value for key, value in metadata.items() if value is not None}}
 
 

@@ -87,9 +87,11 @@ class RootRun:
     tags: list[str]
     metadata: dict[str, Any]
     excluded: bool
+    # the span the scores go on: the current one when the root started, else a tracer's (tracer_spans), else
+    # the adapter's own, started at the root's end with the root's start time when nothing else traced it
     otel_ids: tuple[str, str] | None
-    request_span: Any  # the adapter's own OpenTelemetry span, when it had to start one
     links: dict[str, str]
+    started_ns: int = 0
     turn: Turn = field(default_factory=Turn)  # the model calls (input and output, kept raw)
     # retrievals and tool runs, in the order they started
     sources: list[Retrieval | ToolRun] = field(default_factory=list)

@@ -10,7 +10,7 @@ make no Record.
 from __future__ import annotations
 
 import itertools
-import sys
+import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 from uuid import UUID
@@ -35,6 +35,7 @@ from langchain_core.runnables.config import var_child_runnable_config
 from groundtrace_langchain.collector import COLLECTOR, Retrieval, RootRun, log, report_failure
 from groundtrace_langchain.extract import STEP_OUTPUTS, history_session
 from groundtrace_langchain.records import NothingToScore, read_end
+from groundtrace_langchain.tracer_spans import config_handlers, tracer_spans
 
 TRACER_NAME = "groundtrace.langchain"
 _scopes = itertools.count(1)
@@ -131,9 +132,8 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
                                                                  kwargs.get("name"))) is None:
                 self._start_root(run_id, inputs, tags, metadata, kwargs.get("name"))
                 return
-            if root.config_unread:  # the root's first child runs under the root's config: read it once
-                root.config_unread = False
-                root.history_session = history_session(var_child_runnable_config.get())
+            if root.config_unread:
+                _read_root_config(root)
             # a prompt template's variables: a reference, read at the end; only when some variable may hold contexts
             # (by its name and length: an agent's messages do not), and not once a retriever ran (its documents come
             # first), so the usual chain and agent keep nothing more alive than they did
@@ -164,7 +164,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             root = COLLECTOR.pop_root(self._scope, run_id)
             if root is not None:
                 COLLECTOR.counts.failed("its answer is not scored")
-                end_request_span(root.request_span, error)
+                _settle_span(root, error)
                 log.debug("groundtrace: root run %s (%s) raised %s: nothing is scored", run_id, root.name,
                           type(error).__name__)
         except Exception:
@@ -214,6 +214,8 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
                 return
             root = COLLECTOR.root_of(self._scope, parent_run_id)
             if root is not None:
+                if root.config_unread:  # a model call as the root's first child
+                    _read_root_config(root)
                 root.pending[run_id.int] = root.turn.start_call(model_input)
         except Exception:
             report_failure(event)
@@ -287,12 +289,12 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
         """``marked``: @groundtrace.retrieval calls made just before, outside any turn, taken already (else
         taken here): this turn's retrievals."""
         excluded = bool(metadata) and Monitor.excludes(metadata)  # an excluded run starts no span, reads no links
-        ids, span = (None, None) if excluded else _request_ids(run_id, name)
+        ids = None if excluded else otel_ids()  # the application's span, if one is current
         # the conversation: only groundtrace.session() must be read now (a context variable); the
         # run metadata's thread_id and session_id are read from the root's copy, off this thread
         root = RootRun(
             run_id=run_id, name=name, inputs=inputs, tags=list(tags) if tags else [],
-            metadata=dict(metadata) if metadata else {}, excluded=excluded, otel_ids=ids, request_span=span,
+            metadata=dict(metadata) if metadata else {}, excluded=excluded, otel_ids=ids, started_ns=time.time_ns(),
             links={} if excluded else current_links(), given_session=current_session(),
         )
         if marked is None and PENDING.get():  # (the ContextVar itself: this runs on every request)
@@ -300,8 +302,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
         for retrieved in marked or ():
             root.sources.append(Retrieval(id(retrieved), retrieved.name, retrieved.query or "", None, False,
                                           marked=retrieved))
-        for evicted in COLLECTOR.add_root(self._scope, root):
-            end_request_span(evicted.request_span)
+        COLLECTOR.add_root(self._scope, root)  # evicted roots started no span: nothing to end
 
     # ------------------------------------------------------------------------------ submitting
     def _submit(self, root: RootRun, outputs: Any, end_inputs: Any) -> None:
@@ -310,8 +311,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
         Here, on the application's thread, only what cannot wait is read (read_end); the Record
         itself is built by the Monitor's worker, and only if the Monitor keeps it."""
         try:
-            if root.request_span is not None:
-                end_request_span(root.request_span)
+            _settle_span(root)
             if root.tools:  # for the later turns of its thread, which read these outputs again
                 COLLECTOR.ended.append((root.run_id, root.tools))
             record = read_end(root, outputs, end_inputs, self.answer_key, self.tools)
@@ -331,20 +331,41 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             claim_for_framework()
 
 
-def _request_ids(run_id: UUID, run_name: str | None) -> tuple[tuple[str, str] | None, Any]:
-    """(trace id, span id) for a root run starting now, and the span the adapter started, if any.
+def _read_root_config(root: RootRun) -> None:
+    """At the root's first child, whose config is the root's: its conversation, and the spans tracers opened
+    for the root (every tracer has seen the root start by now, whatever the order of the handlers)."""
+    root.config_unread = False
+    config = var_child_runnable_config.get()
+    root.history_session = history_session(config)
+    if not root.excluded:
+        _adopt_tracer_spans(root, config_handlers(config))
 
-    The current span (the application's, or OpenInference's) is used when there is one; else, with
-    an SDK installed, a new ``invoke_workflow {run name}`` span, ended when the root ends."""
-    trace = sys.modules.get("opentelemetry.trace")  # OpenTelemetry is not imported here unless the app has
-    if trace is None:
-        return None, None
-    ids = otel_ids(trace.get_current_span())
-    if ids is not None:
-        return ids, None
-    span = start_request_span(TRACER_NAME, lambda: {"openinference.span.kind": "CHAIN", "groundtrace.run_id": str(run_id)},
-                              workflow=run_name)
-    return (otel_ids(span), span) if span is not None else (None, None)
+
+def _adopt_tracer_spans(root: RootRun, handlers: list[Any]) -> None:
+    found = tracer_spans(handlers, root.run_id)
+    if found.ids is not None:  # the tracer's span of this very run: its trace is the request's
+        root.otel_ids = found.ids
+    elif root.otel_ids is None:  # a tracer that makes its span current (MLflow, Langfuse, OpenLLMetry)
+        root.otel_ids = otel_ids()
+    root.links.update(found.links)
+
+
+def _settle_span(root: RootRun, error: BaseException | None = None) -> None:
+    """At the root's end: the span its scores go on. When nothing traced the request (no current span, no
+    tracer's), the adapter's own ``invoke_workflow {name}`` span, from the root's start to now, if an SDK
+    is installed: one trace per request, never a second one beside a tracer's."""
+    if root.excluded:
+        return
+    if root.config_unread:  # a root with no child (a model called by hand): its tracers are read now
+        _adopt_tracer_spans(root, [])
+    if root.otel_ids is not None:
+        return
+    span = start_request_span(TRACER_NAME, lambda: {"openinference.span.kind": "CHAIN",
+                                                    "groundtrace.run_id": str(root.run_id)},
+                              workflow=root.name, start_time=root.started_ns)
+    if span is not None:
+        root.otel_ids = otel_ids(span)
+        end_request_span(span, error)
 
 
 def find_marked_turn(retrieved: Retrieved) -> bool:

@@ -143,8 +143,8 @@ class RootRun:
         self.turn.note_query(text)
 
     def note_nodes(self, nodes: Any, within: str | None) -> None:
-        if isinstance(nodes, list) and nodes:
-            self.found.append((NODES, nodes, within))
+        if isinstance(nodes, list) and nodes:  # the list as it is now: an application may reuse its own
+            self.found.append((NODES, list(nodes), within))
 
     def note_marked(self, retrieved: Retrieved, within: str | None) -> None:
         """A @groundtrace.retrieval call made inside this run: a retrieval of it (its query noted)."""
