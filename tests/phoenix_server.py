@@ -51,17 +51,19 @@ def stop_process(server: subprocess.Popen) -> None:
         server.wait(timeout=5)
 
 
-def wait_until_healthy(url: str, server: subprocess.Popen, log_path: Path, limit_s: float) -> None:
+def wait_until_healthy(url: str, server: subprocess.Popen, log_path: Path, limit_s: float, *,
+                       health: str = "/healthz", name: str = "phoenix serve") -> None:
+    """Wait until ``url + health`` answers 200; fail with the server's log if it exits or stays unhealthy."""
     import httpx
 
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            pytest.fail(f"phoenix serve exited with {server.returncode}:\n{log_path.read_text()[-2000:]}")
+            pytest.fail(f"{name} exited with {server.returncode}:\n{log_path.read_text()[-3000:]}")
         try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+            if httpx.get(f"{url}{health}", timeout=1).status_code == 200:
                 return
         except httpx.TransportError:
             pass
         time.sleep(0.25)
-    pytest.fail(f"phoenix serve was not healthy after {limit_s:g} s:\n{log_path.read_text()[-2000:]}")
+    pytest.fail(f"{name} was not healthy after {limit_s:g} s:\n{log_path.read_text()[-3000:]}")

@@ -12,6 +12,7 @@ pytest.importorskip("phoenix.client")
 
 from groundtrace._extras import MissingExtraError  # noqa: E402
 from groundtrace.sinks import sink_class  # noqa: E402
+from groundtrace.score import Score  # noqa: E402
 from groundtrace.sinks.phoenix import PhoenixSink  # noqa: E402
 
 PROJECT = "groundtrace-sink-test"
@@ -60,11 +61,16 @@ def sink_for(url: str, **options) -> PhoenixSink:
 
 
 # ------------------------------------------------------------------------------ wire level
+def annotating(server) -> list:
+    """The annotation requests a server got (the annotation-config requests aside)."""
+    return [r for r in server.requests if r.path == "/v1/span_annotations"]
+
+
 def test_all_scores_go_in_one_synchronous_request(loopback, record, grounded, failed, judged) -> None:
     server = loopback(lambda request: ACCEPTED)
     sink_for(server.url).emit(record, [grounded, failed, judged])
 
-    (request,) = server.requests
+    (request,) = annotating(server)
     assert (request.method, request.path, request.query) == ("POST", "/v1/span_annotations", {"sync": ["true"]})
     assert request.json == {"data": [FACTS, JUDGE, JUDGED]}  # annotator_kind LLM where a judge model scored
 
@@ -79,16 +85,67 @@ def test_settings_come_from_the_environment(loopback, monkeypatch, record, groun
 
     sink_class("phoenix")().emit(record, [grounded])
 
-    (request,) = server.requests
-    assert request.path == "/v1/span_annotations"
+    (request,) = annotating(server)
     assert request.headers["authorization"] == f"Bearer {API_KEY}"
+
+
+def test_the_project_gets_a_config_per_metric_so_phoenix_colours_scores_good_or_bad(loopback, record, grounded,
+                                                                                   failed, judged, caplog) -> None:
+    """Once per metric with a threshold, after its first annotations: the config (created, or left as it is where
+    one of that name exists: 409), then assigned to the project; a metric with no threshold (the error) gets none."""
+    configs = iter([(200, {"data": {"id": "1"}}), (409, {"detail": "taken"})])
+
+    def respond(request):
+        return next(configs) if request.path == "/v1/annotation_configs" else ACCEPTED
+
+    server = loopback(respond)
+    sink = sink_for(server.url, project="rag app")
+    sink.emit(record, [grounded, failed, judged])
+    sink.emit(record, [grounded])  # the configs are made sure of once
+    made = [(r.method, r.path, r.json if r.method == "POST" else None) for r in server.requests
+            if r.path != "/v1/span_annotations"]
+    assert made == [
+        ("POST", "/v1/annotation_configs", {"type": "FREEFORM", "name": "facts", "optimization_direction": "MAXIMIZE",
+                                            "threshold": 0.5, "lower_bound": 0.0, "upper_bound": 1.0,
+                                            "description": "groundtrace's facts (higher is better; flagged past 0.5)"}),
+        ("PUT", "/v1/projects/rag%20app/annotation_configs/facts", None),
+        ("POST", "/v1/annotation_configs", {"type": "FREEFORM", "name": "faithfulness",
+                                            "optimization_direction": "MAXIMIZE", "threshold": 0.7, "lower_bound": 0.0,
+                                            "upper_bound": 1.0,
+                                            "description": "groundtrace's faithfulness (higher is better; flagged "
+                                                           "past 0.7)"}),
+        ("PUT", "/v1/projects/rag%20app/annotation_configs/faithfulness", None)]
+    assert len(annotating(server)) == 2 and "not set" not in caplog.text
+
+
+def test_a_phoenix_that_refuses_the_config_keeps_the_annotations_and_says_so_once(loopback, record, caplog) -> None:
+    server = loopback(lambda request: (403, {"detail": "viewer role"}) if "annotation_configs" in request.path
+                      else ACCEPTED)
+    sink = sink_for(server.url, project="rag")
+    grounding = Score(metric="grounding", value=0.9, higher_is_better=False, hallucinated=True, threshold=0.51489)
+    lexical = Score(metric="lexical", value=0.1, higher_is_better=True, hallucinated=True, threshold=0.4)
+    with caplog.at_level("WARNING", logger="groundtrace.sinks.phoenix"):
+        sink.emit(record, [grounding, lexical])
+    assert len(annotating(server)) == 1  # delivered: only the colouring is missing
+    assert server.requests[1].json["optimization_direction"] == "MINIMIZE"  # grounding: higher is worse
+    [said] = [r.getMessage() for r in caplog.records if "annotation config" in r.getMessage()]
+    assert said.startswith("groundtrace: Phoenix annotation config 'grounding' for project 'rag' not set (HTTPStatusError")
+
+
+def test_the_project_comes_from_phoenix_own_variable(monkeypatch) -> None:
+    from groundtrace.sinks.phoenix_configs import project_name
+
+    monkeypatch.setenv("PHOENIX_PROJECT_NAME", "from-env")
+    assert (project_name("given"), project_name(None)) == ("given", "from-env")
+    monkeypatch.delenv("PHOENIX_PROJECT_NAME")
+    assert project_name(None) == "default"  # no provider of the application's in this process
 
 
 def test_a_span_not_yet_ingested_is_retried(loopback, record, grounded) -> None:
     replies = iter([(404, {"detail": "span not found"})] * 2)
     server = loopback(lambda request: next(replies, ACCEPTED))
     sink_for(server.url, backoff_s=0.01).emit(record, [grounded])
-    assert [r.json for r in server.requests] == [{"data": [FACTS]}] * 3
+    assert [r.json for r in annotating(server)] == [{"data": [FACTS]}] * 3
 
 
 def test_a_span_never_ingested_raises_after_bounded_attempts(loopback, record, grounded) -> None:
@@ -139,7 +196,7 @@ def test_each_annotation_names_the_conversation_in_its_metadata(loopback, record
     record.session_id = "chat-42"
     sink_for(server.url).emit(record, [grounded, failed])
 
-    (request,) = server.requests
+    (request,) = annotating(server)
     assert request.json == {"data": [{**FACTS, "metadata": {**FACTS["metadata"], "session_id": "chat-42"}},
                                       {**JUDGE, "metadata": {**JUDGE["metadata"], "session_id": "chat-42"}}]}
 

@@ -27,6 +27,7 @@ from groundtrace.record import Record
 from groundtrace.redaction import get_logger, register_secrets
 from groundtrace.score import Score
 from groundtrace.sinks import Sink, retry_with_backoff, score_label, spans_summary
+from groundtrace.sinks.phoenix_configs import AnnotationConfigs
 from groundtrace.sinks.readable import rationale
 from groundtrace.sinks.results import annotator_kind
 
@@ -78,7 +79,9 @@ def span_annotation(span_id: str, score: Score, session_id: str | None = None) -
 
 class PhoenixSink(Sink):
     """``timeout_s`` bounds each HTTP request of the client built here; ``max_attempts`` bounds the
-    tries of one record (404, 429, 5xx and transport errors retried), ``backoff_s`` doubling."""
+    tries of one record (404, 429, 5xx and transport errors retried), ``backoff_s`` doubling.
+    ``project``/``annotation_configs``: the project whose annotation configs make Phoenix colour the
+    scores good or bad, and whether to set them (``sinks.phoenix_configs``)."""
 
     name = "phoenix"
     out_of_process = True  # configured from the Settings and its SDK's variables; sends synchronously
@@ -92,6 +95,8 @@ class PhoenixSink(Sink):
         timeout_s: float = 10.0,
         max_attempts: int = 5,
         backoff_s: float = 0.5,
+        project: str | None = None,
+        annotation_configs: bool = True,
     ) -> None:
         try:
             import httpx
@@ -104,6 +109,8 @@ class PhoenixSink(Sink):
         self.client = client
         self.max_attempts = max(1, max_attempts)
         self.backoff_s = backoff_s
+        http = getattr(client, "_client", None)  # the phoenix client's own httpx client
+        self.configs = AnnotationConfigs(http, project) if annotation_configs and http is not None else None
 
     def emit(self, record: Record, scores: list[Score]) -> None:
         if not record.span_id:
@@ -132,6 +139,8 @@ class PhoenixSink(Sink):
             raise RuntimeError(
                 f"Phoenix annotations of span {record.span_id} failed: {type(error).__name__}: {error}"
             ) from error
+        if self.configs is not None:  # the span, and so its project, exists now
+            self.configs.ensure(scores)
 
     def _refusal(self, span_id: str, status: int) -> str:
         if status == 404:
