@@ -1,5 +1,6 @@
 """OpenTelemetry, with the real SDK: scores become EVALUATOR children of the request's span, the
-application's own span when one is current, or else the adapter's "invoke_workflow {root}" span."""
+application's own span when one is current, a tracer's span of the query (OpenInference), or else the adapter's
+"invoke_workflow {root}" span."""
 
 from __future__ import annotations
 
@@ -172,3 +173,26 @@ def test_the_providers_reply_id_reaches_the_evaluation_result(index, global_prov
     assert [link.context.span_id for link in carrier.links] == [request.context.span_id]
     [event] = carrier.events  # no LoggerProvider here: the event stays on the carrier
     assert event.attributes["gen_ai.response.id"] == "chatcmpl-Li42"
+
+
+def test_openinference_traces_each_query_once_and_the_scores_sit_on_its_root_span(index, global_provider, exporter,
+                                                                                   otel_monitor, sink):
+    """OpenInference's LlamaIndexInstrumentor (Phoenix's way of tracing LlamaIndex) beside groundtrace: N queries
+    make N traces, each record on its query's root span (found in OpenInference's own map of open spans), and
+    groundtrace records no span of its own."""
+    instrumentation = pytest.importorskip("openinference.instrumentation.llama_index")
+    instrumentor = instrumentation.LlamaIndexInstrumentor()
+    instrumentor.instrument(tracer_provider=global_provider)
+    try:
+        engine = index.as_query_engine(llm=ScriptedLLM(), similarity_top_k=TOP_K)
+        for _ in range(3):
+            engine.query(QUESTION)
+        assert otel_monitor.flush(10)
+    finally:
+        instrumentor.uninstrument()
+    spans = exporter.get_finished_spans()
+    roots = {span.context.trace_id: span for span in spans if span.parent is None}
+    assert len(roots) == 3 and not [span for span in spans if span.name.startswith("invoke_workflow")]
+    assert len(sink.rows) == 3
+    for record, _ in sink.rows:
+        assert (record.trace_id, record.span_id) == hex_ids(roots[int(record.trace_id, 16)].context)

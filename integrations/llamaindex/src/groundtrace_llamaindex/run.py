@@ -22,6 +22,7 @@ from workflows import Workflow
 from groundtrace_llamaindex.contexts import CHARS, MARKED, NODES, TOOL_OUTPUT, choose_contexts, tool_output_text
 from groundtrace.capture.earlier_turns import EarlierCalls
 from groundtrace_llamaindex.exclusion import is_excluded
+from groundtrace_llamaindex.tracer_spans import tracer_span_ids
 from groundtrace_llamaindex.extract import (
     input_text,
     last_user_message,
@@ -107,6 +108,7 @@ class RootRun:
     prompts: list[dict[str, Any]] = field(default_factory=list)
     model_root: bool = False  # the root is an LLM's own call (complete, chat): a model called by hand
     component_root: bool = False  # the root is an embedding model's or a retriever's own call: never a turn
+    tracers_unread: bool = True  # whether a tracer's span of the root is still to be looked for (tracer_spans)
 
     @classmethod
     def start(cls, span_id: str, arguments: dict[str, Any], tags: dict[str, Any] | None,
@@ -133,6 +135,13 @@ class RootRun:
     @property
     def name(self) -> str:
         return span_name(self.span_id)
+
+    def read_tracers(self) -> None:
+        """A tracer's span of this root (OpenInference's) wins over what was current when it started: it is the
+        request's own trace, and the span Phoenix shows the request as."""
+        self.tracers_unread = False
+        if not self.excluded and (found := tracer_span_ids(self.span_id)) is not None:
+            self.trace_ids = found
 
     # ------------------------------------------------------------------------- from events
     def note_question(self, text: str | None) -> None:
@@ -325,6 +334,8 @@ class TurnEnd(PendingRecord):
     def seal(self, span_text: bool) -> None:
         """The ids that name the trace, read (or written: a request span) now, in the request's context."""
         run = self.run
+        if run.tracers_unread:  # a root with no child
+            run.read_tracers()
         trace_ids = run.trace_ids
         if trace_ids is None and not run.excluded:
             shown: tuple[str | None, str | None] = (self.question, self.answer) if span_text else (None, None)

@@ -152,6 +152,8 @@ class RootTracker:
             return False
         self._root_of[span_id] = run
         run.open_children.add(span_id)
+        if run.tracers_unread:  # the root's first child: every handler has opened the root's span by now
+            run.read_tracers()
         if kind in _SCOPING or parent_id in self._scope_of:  # most spans are neither in nor of a tool or LLM
             with self._lock:
                 self._enter_scope(run, span_id, self._scope_of.get(parent_id, NO_SCOPE), kind, instance, arguments)
