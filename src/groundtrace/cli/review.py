@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import socket
 from pathlib import Path
 from typing import Annotated, Optional
@@ -29,10 +28,21 @@ def review_command(
     """Review and label scored answers in a local web app: the answers nearest a threshold first, the flagged
     text and the passages it was checked against, keys s / u / x to label; decisions go to a labels file
     that `fit --labels` and `bench --labels` read."""
+    from rich.markup import escape
+
     from groundtrace.config import Settings
+    from groundtrace.config import trace_url as trace_url_from_env
     from groundtrace.io import read_scored
+    from groundtrace.report.trace_links import check_template
     from groundtrace.review.app import Review, create_app
 
+    template = trace_url or trace_url_from_env()
+    if template is not None:
+        try:  # as `report` does: one line and exit 2, before anything is read or served
+            check_template(template)
+        except ValueError as error:
+            console.print(f"[red]error:[/red] {escape(str(error))}", soft_wrap=True)
+            raise typer.Exit(2) from None
     path = scores or Settings.from_env().store_path
     try:
         rows = list(read_scored(path))
@@ -55,8 +65,7 @@ def review_command(
         console.print(f"[red]error:[/red] {missing_extra('review', 'the review app', error)}", soft_wrap=True)
         raise typer.Exit(2) from None
     labels_path = labels or labels_path_for(Path(path))
-    review = Review(rows, labels_path, source=str(path), trace_url=trace_url or os.environ.get("GROUNDTRACE_TRACE_URL"),
-                    reviewer=reviewer)
+    review = Review(rows, labels_path, source=str(path), trace_url=template, reviewer=reviewer)
     listening = _bind(host, port)  # bound here: a busy port is said plainly, and --port 0 gets its number
     port = listening.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(create_app(review, host=host, port=port), host=host, port=port,

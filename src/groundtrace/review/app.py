@@ -29,6 +29,8 @@ from groundtrace.score import Score, ScoredRecord
 
 TOKEN_HEADER = "X-Groundtrace-Token"
 FIT_TIMEOUT_S = 600
+#: the bytes a decision may take on the wire (a note is at most 2,000 characters): larger bodies are refused, unread
+MAX_BODY_BYTES = 64 * 1024
 
 
 class Review:
@@ -156,6 +158,9 @@ def create_app(review: Review, *, host: str = "127.0.0.1", port: int = 0) -> Any
     def authorised(request: Request) -> bool:
         return secrets.compare_digest(request.headers.get(TOKEN_HEADER, ""), token)
 
+    def too_large() -> Response:
+        return JSONResponse({"error": f"a decision is at most {MAX_BODY_BYTES} bytes"}, 413)
+
     def denied() -> Response:
         return JSONResponse({"error": "this API answers the review page only (missing or wrong token)"}, 403)
 
@@ -192,8 +197,16 @@ def create_app(review: Review, *, host: str = "127.0.0.1", port: int = 0) -> Any
     async def label_api(request: Request) -> Response:
         if not authorised(request):
             return denied()
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_BODY_BYTES:  # refused before a byte of it is read
+            return too_large()
+        raw = bytearray()
+        async for chunk in request.stream():  # a body sent without a length: read only up to the bound
+            raw += chunk
+            if len(raw) > MAX_BODY_BYTES:
+                return too_large()
         try:
-            body = await request.json()
+            body = json.loads(raw)
             decision = review.label(str(body.get("id") or ""), str(body.get("label") or ""), str(body.get("note") or ""))
         except KeyError:
             return JSONResponse({"error": "no record with this id in the scores file"}, 404)
