@@ -109,7 +109,7 @@ def test_the_review_app_answers_507_on_a_full_disk_and_saved_again_once_space_is
     codes = [answer.status_code for answer in answers]
     assert 507 in codes and set(codes) <= {200, 507}
     assert "did not take the decision" in answers[codes.index(507)].json()["error"]
-    saved_before = [f"r{i:03d}" for i, code in zip(range(2, 6), codes) if code == 200]
+    saved_before = [f"r{i:03d}" for i, code in zip(range(2, 6), codes, strict=True) if code == 200]
     assert client.get("/api/queue", headers=token).status_code == 200  # the file still reads
     ballast.unlink()
     for record_id in ("r008", "r009"):
