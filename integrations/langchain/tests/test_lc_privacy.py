@@ -76,3 +76,41 @@ def test_the_handlers_mask_runs_before_the_environments(monkeypatch) -> None:
         handler.close()
     [(record, _)] = sink.emitted
     assert record.answer == hide_city(ANSWER).upper()  # "<CITY> IS ...": hidden first, then upper-cased
+
+
+def test_the_mask_covers_the_status_of_the_span_groundtrace_records_for_a_failed_request(global_tracer_provider):
+    """The app raises with the user's e-mail in its message; the request span groundtrace records (no tracer here)
+    carries the error status through the handler's mask, and groundtrace.turn's span does the same."""
+    import re
+
+    import groundtrace
+    from langchain_core.runnables import RunnableLambda
+
+    _, exporter = global_tracer_provider
+
+    def hide_email(text: str) -> str:
+        return re.sub(r"[\w.]+@[\w.]+", "<email>", text)
+
+    def look_up(question: str) -> str:
+        raise ValueError(f"no account found for {question}")
+
+    handler = GroundtraceCallbackHandler(metrics=["lexical"], sinks=[CollectingSink()], mask=hide_email,
+                                         flush_at_exit=False)
+    try:
+        try:
+            RunnableLambda(look_up).invoke("ana.lopez@example.com", config={"callbacks": [handler]})
+        except ValueError:
+            pass
+
+        @groundtrace.turn(monitor=handler.monitor, mask=hide_email)
+        def answer(question: str) -> str:
+            raise ValueError(f"no account found for {question}")
+
+        try:
+            answer("bo.chen@example.org")
+        except ValueError:
+            pass
+    finally:
+        handler.close()
+    statuses = [span.status.description for span in exporter.get_finished_spans()]
+    assert statuses == ["ValueError: no account found for <email>"] * 2

@@ -173,8 +173,10 @@ class TurnScope:
         try:
             if self._span is not None:
                 from groundtrace.capture.kit import end_request_span
+                from groundtrace.privacy import load_mask
 
-                end_request_span(self._span, error)
+                end_request_span(self._span, error,
+                                 mask=load_mask(self.mask) or getattr(self.monitor, "mask", None) if error else None)
             if error is not None:
                 COUNTS.failed("its answer is not scored")
                 return

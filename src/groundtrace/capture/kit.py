@@ -239,12 +239,26 @@ def request_span_name(workflow: str | None) -> str:
     return f"{WORKFLOW_OPERATION} {workflow}" if workflow else WORKFLOW_OPERATION
 
 
-def end_request_span(span: Any, error: BaseException | None = None, *, end_time: int | None = None) -> None:
-    """End a span from :func:`start_request_span` (None is fine), with error status if ``error``."""
+def end_request_span(span: Any, error: BaseException | None = None, *, end_time: int | None = None,
+                     mask: Callable[[str], str] | None = None) -> None:
+    """End a span from :func:`start_request_span` (None is fine), with error status if ``error``: its description
+    the exception's type and message, through ``mask`` (the capture's or the Monitor's): an exception's message
+    often quotes what the user sent. A mask that fails leaves the type alone."""
     if span is None:
         return
     if error is not None:
         from opentelemetry.trace import Status, StatusCode
 
-        span.set_status(Status(StatusCode.ERROR, redact(f"{type(error).__name__}: {error}")[:200]))
+        span.set_status(Status(StatusCode.ERROR, error_description(error, mask)))
     span.end(end_time=end_time)
+
+
+def error_description(error: BaseException, mask: Callable[[str], str] | None = None) -> str:
+    """``Type: message``, masked, secrets redacted, at most 200 characters; ``Type`` alone if the mask fails."""
+    text = f"{type(error).__name__}: {error}"
+    if mask is not None:
+        try:
+            text = str(mask(text))
+        except Exception:
+            text = type(error).__name__
+    return redact(text)[:200]

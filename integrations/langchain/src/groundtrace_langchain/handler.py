@@ -18,7 +18,7 @@ from uuid import UUID
 from groundtrace.capture.kit import end_request_span, prepare_shared_capture, shared_monitor, start_request_span
 from groundtrace.config import Settings
 from groundtrace.monitor import Monitor, check_sample_rate
-from groundtrace.privacy import Mask
+from groundtrace.privacy import Mask, load_mask
 from groundtrace.capture.carried import NOT_ITEMS, may_carry_output, prompt_variables
 from groundtrace.capture.explicit import claim_for_framework
 from groundtrace.capture.marked import PENDING, Retrieved, current_turn, has_pending, register_finder, take_pending
@@ -164,7 +164,7 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             root = COLLECTOR.pop_root(self._scope, run_id)
             if root is not None:
                 COLLECTOR.counts.failed("its answer is not scored")
-                _settle_span(root, error)
+                _settle_span(root, error, load_mask(self._mask) or self.monitor.mask)
                 log.debug("groundtrace: root run %s (%s) raised %s: nothing is scored", run_id, root.name,
                           type(error).__name__)
         except Exception:
@@ -350,7 +350,7 @@ def _adopt_tracer_spans(root: RootRun, handlers: list[Any]) -> None:
     root.links.update(found.links)
 
 
-def _settle_span(root: RootRun, error: BaseException | None = None) -> None:
+def _settle_span(root: RootRun, error: BaseException | None = None, mask: Any = None) -> None:
     """At the root's end: the span its scores go on. When nothing traced the request (no current span, no
     tracer's), the adapter's own ``invoke_workflow {name}`` span, from the root's start to now, if an SDK
     is installed: one trace per request, never a second one beside a tracer's."""
@@ -365,7 +365,7 @@ def _settle_span(root: RootRun, error: BaseException | None = None) -> None:
                               workflow=root.name, start_time=root.started_ns)
     if span is not None:
         root.otel_ids = otel_ids(span)
-        end_request_span(span, error)
+        end_request_span(span, error, mask=mask)
 
 
 def find_marked_turn(retrieved: Retrieved) -> bool:
