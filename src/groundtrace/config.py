@@ -102,6 +102,14 @@ def _sinks(raw: str | None) -> list[str] | None:
     return [] if [name.lower() for name in names] == ["none"] else names
 
 
+def register_environment_secrets(environ: Mapping[str, str] | None = None) -> None:
+    """Register with the redactor the keys among SECRET_VARIABLES that are set: whoever builds a Monitor from
+    arguments alone still never writes them (a scoring process reads them from the same environment, and
+    an SDK's error may quote one)."""
+    env = _environ(environ)
+    register_secrets(*(value for name in SECRET_VARIABLES if (value := _text(env, name))))
+
+
 @dataclass(frozen=True)
 class JudgeSettings:
     """The LLM judge's endpoint: model, OpenAI-compatible base URL and key, answer cache folder.
@@ -154,6 +162,17 @@ def verdict_file(environ: Mapping[str, str] | None = None) -> str | None:
 def trace_url(environ: Mapping[str, str] | None = None) -> str | None:
     """GROUNDTRACE_TRACE_URL: the report's URL template of a record's trace (groundtrace.report.trace_links)."""
     return _text(_environ(environ), "GROUNDTRACE_TRACE_URL")
+
+
+def exit_flush_s(environ: Mapping[str, str] | None = None) -> float:
+    """GROUNDTRACE_EXIT_FLUSH_S, for a Monitor given neither the value nor Settings (else DEFAULT_EXIT_FLUSH_S)."""
+    raw = _text(_environ(environ), "GROUNDTRACE_EXIT_FLUSH_S")
+    if raw is None:
+        return DEFAULT_EXIT_FLUSH_S
+    try:
+        return _exit_flush_s(float(raw))
+    except ValueError:
+        raise ConfigError(f"GROUNDTRACE_EXIT_FLUSH_S={raw!r} is not a valid float") from None
 
 
 def _exit_flush_s(seconds: float) -> float:

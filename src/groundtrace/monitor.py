@@ -17,7 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
-from groundtrace.config import Settings
+from groundtrace.config import Settings, register_environment_secrets
+from groundtrace.config import exit_flush_s as exit_flush_s_from_env
 from groundtrace.cpu_budget import CpuBudget
 from groundtrace.engine import build_metrics
 from groundtrace.metrics import Metric
@@ -30,7 +31,7 @@ from groundtrace.monitor_admission import (
     record_size,
     sampled,
 )
-from groundtrace.monitor_exit import EXIT_FLUSH_S, arm_in_child, register_exit_flush, register_for_fork
+from groundtrace.monitor_exit import arm_in_child, register_exit_flush, register_for_fork
 from groundtrace.monitor_stats import MonitorStats
 from groundtrace.monitor_workers import STOP, BoundedQueue, Workers
 from groundtrace.privacy import Mask, load_mask, mask_reference
@@ -144,6 +145,7 @@ class Monitor(Workers):
         from groundtrace.sinks import build_sinks, register_trace_links
 
         check_sample_rate(sample_rate)
+        register_environment_secrets()  # settings or none: the environment's keys are never written
         if settings is not None:  # the privacy switches and the budget of the settings the Monitor was given
             mask = settings.mask if mask is None else mask
             capture_text = settings.capture_text if capture_text is None else capture_text
@@ -170,7 +172,7 @@ class Monitor(Workers):
         self.linger_s = linger_s
         self.batch_size = max(1, batch_size)
         self.exit_flush_s = exit_flush_s if exit_flush_s is not None else \
-            settings.exit_flush_s if settings is not None else EXIT_FLUSH_S
+            settings.exit_flush_s if settings is not None else exit_flush_s_from_env()
         self._queue_bounds = (queue_size, queue_bytes)
         self._budget_share = cpu_budget
         self._worker_count = max(1, workers)

@@ -146,8 +146,10 @@ def test_a_slow_sink_starves_no_other_and_close_counts_what_it_did_not_deliver(c
     assert submitting < 0.5 and len(quick.got) == 30 and quick_done < 5  # the quick sink got all at once
     assert closed_in < 5  # close() gives up on the slow one within its time (plus the worker's join)
     stats = monitor.stats
-    assert len(slow.got) + stats.sink_errors == 30  # each record: delivered, or counted
-    assert len(slow.after_close) <= 1  # only the emit already running at close: none started after it
+    # each record: delivered before close returned, or counted; the emit still running at close is counted there
+    # (it might never return), whatever it does later
+    assert len(slow.after_close) == 1  # only the emit already running at close: none started after it
+    assert (len(slow.got) - len(slow.after_close)) + stats.sink_errors == 30
     assert any("sink slow: " in r.getMessage() and "not delivered when the Monitor closed" in r.getMessage()
                for r in caplog.records)
 

@@ -19,6 +19,7 @@ request is captured, never an import.
 from __future__ import annotations
 
 import importlib
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, TypeVar
@@ -199,28 +200,53 @@ def sink_undeliverable(sink: Any) -> str | None:
     return str(reason) if reason else None
 
 
-def _each(sinks: Sequence[Any], methods: tuple[str, ...], doing: str) -> list[str]:
-    problems = []
-    for sink in sinks:
-        call = next(filter(None, (_optional(sink, method) for method in methods)), None)
-        if call is None:
-            continue
+#: seconds a sink's close() or flush() may take: at exit nothing a sink does may hold the process
+SINK_CALL_TIMEOUT_S = 10.0
+
+
+def _each(sinks: Sequence[Any], methods: tuple[str, ...], doing: str, timeout_s: float) -> list[str]:
+    """Call each sink's first method of ``methods``, all at once, each in a daemon thread: one that raises or does
+    not return within ``timeout_s`` (a client whose close waits on a lock its stuck emit holds) is a problem
+    returned, never raised, and never waited for beyond the bound."""
+    calls = [(sink, call) for sink in sinks
+             if (call := next(filter(None, (_optional(sink, method) for method in methods)), None)) is not None]
+    if not calls:
+        return []
+    outcomes: dict[int, BaseException | None] = {}
+
+    def run(index: int, call: Any) -> None:
         try:
             call()
-        except Exception as error:
-            problems.append(f"{doing} sink {sink_name(sink)} failed: {error}")
+            outcomes[index] = None
+        except BaseException as error:  # reported below, with the sink's name
+            outcomes[index] = error
+
+    threads = [threading.Thread(target=run, args=(i, call), name=f"groundtrace-sink-{doing}", daemon=True)
+               for i, (_, call) in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + timeout_s
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    problems = []
+    for i, (sink, _) in enumerate(calls):
+        if i not in outcomes:
+            problems.append(f"{doing} sink {sink_name(sink)} did not return within {timeout_s:g} s: left behind")
+        elif outcomes[i] is not None:
+            problems.append(f"{doing} sink {sink_name(sink)} failed: {outcomes[i]}")
     return problems
 
 
-def flush_sinks(sinks: Sequence[Any]) -> list[str]:
-    """Deliver what each sink buffered (its ``flush()``, where it has one); one that fails is
+def flush_sinks(sinks: Sequence[Any], timeout_s: float = SINK_CALL_TIMEOUT_S) -> list[str]:
+    """Deliver what each sink buffered (its ``flush()``, where it has one); one that fails or hangs is
     reported in the returned messages, never raised."""
-    return _each(sinks, ("flush",), "flushing")
+    return _each(sinks, ("flush",), "flushing", timeout_s)
 
 
-def close_sinks(sinks: Sequence[Any]) -> list[str]:
-    """Close each sink (its ``close()``, else its ``flush()``); failures are returned, never raised."""
-    return _each(sinks, ("close", "flush"), "closing")
+def close_sinks(sinks: Sequence[Any], timeout_s: float = SINK_CALL_TIMEOUT_S) -> list[str]:
+    """Close each sink (its ``close()``, else its ``flush()``), within ``timeout_s`` in all; failures are
+    returned, never raised."""
+    return _each(sinks, ("close", "flush"), "closing", timeout_s)
 
 
 def register_trace_links(spec: Sequence[Any] | str | None) -> None:
@@ -301,7 +327,7 @@ def spans_summary(score: Score, limit: int = 20) -> list[dict[str, Any]]:
     return [span.model_dump(exclude_none=True) for span in score.spans[:limit]]
 
 
-__all__ = ["Sink", "build_sinks", "check_sink", "close_sinks", "emit_all", "flush_sinks", "out_of_process",
+__all__ = ["SINK_CALL_TIMEOUT_S", "Sink", "build_sinks", "check_sink", "close_sinks", "emit_all", "flush_sinks", "out_of_process",
            "register_trace_links", "sink_list",
            "retry_with_backoff", "score_label", "sink_class", "sink_name", "sink_names", "sink_trace_link",
            "sink_undeliverable", "spans_summary"]

@@ -1,8 +1,10 @@
 """JSONL sink: one line per record with all its Scores (the input of ``groundtrace report``).
 
-It survives the world around the file: a path that cannot be opened when the sink is built (a folder that is
-not there yet, a read-only mount) is no error then (it is tried again at each emit, and a record it cannot
-write is a sink error, said with its cause); a file
+It survives the world around the file: the file is opened at the first emit, on the Monitor's worker, within
+OPEN_TIMEOUT_S (a FIFO no process reads is refused at once, an open that hangs is left waiting in a thread
+of its own and taken when it comes); a path that cannot be opened (a folder that is not there yet, a
+read-only mount) is tried again at each emit, and a record it cannot write is a sink error, said with its
+cause; a file
 removed, renamed by log rotation, or whose folder was removed and made again, is noticed at the next emit (as
 logging's WatchedFileHandler does: the path's device and inode against the open file's) and opened anew; a
 line is written whole or not at all: one ``os.write`` of the whole line, and a write that fails part-way (a
@@ -12,7 +14,9 @@ Monitor counts it in ``sink_errors``.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import threading
 from pathlib import Path
 
@@ -20,6 +24,9 @@ from groundtrace.config import DEFAULT_JSONL_PATH, Settings
 from groundtrace.record import Record
 from groundtrace.score import Score, ScoredRecord
 from groundtrace.sinks import Sink
+
+#: seconds the file may take to open (a FIFO or a network mount can take forever)
+OPEN_TIMEOUT_S = 5.0
 
 
 class JsonlSink(Sink):
@@ -33,12 +40,12 @@ class JsonlSink(Sink):
         self._lock = threading.Lock()
         self._fd: int | None = None
         self._identity: tuple[int, int] | None = None
+        self._regular = True  # a regular file (else a FIFO or a character device: no seek, no cut back)
         self._closed = False
-        try:
-            with self._lock:
-                self._open()
-        except OSError:  # each emit tries again (the folder may come, the mount turn writable); one that fails is
-            pass  # counted in sink_errors and said, with its cause, as a rate
+        # the file is opened at the first emit, on the Monitor's worker, never here on the application's thread: a
+        # FIFO nobody reads or a hung network mount would hold the constructor (and the app) forever
+        self._opening: threading.Thread | None = None  # an open that did not return in time, still waiting
+        self._opened: list[int | OSError] = []  # what that open returned, if it ever does
 
     @classmethod
     def from_settings(cls, settings: Settings) -> JsonlSink:
@@ -60,11 +67,48 @@ class JsonlSink(Sink):
                 pass  # removed, or its folder was: open a new one below
             os.close(self._fd)
             self._fd = self._identity = None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = self._open_bounded()
         opened = os.fstat(fd)
         self._fd, self._identity = fd, (opened.st_dev, opened.st_ino)
+        self._regular = stat.S_ISREG(opened.st_mode)
         return fd
+
+    def _open_bounded(self) -> int:
+        """(Lock held.) Open the path within OPEN_TIMEOUT_S, in a thread of its own. A FIFO with no reader is
+        refused at once (O_NONBLOCK: ENXIO); an open that hangs (a dead network mount) is left waiting in its
+        thread, the record fails with why, and the next emit takes its result if it has come meanwhile."""
+        if self._opening is not None:
+            if self._opening.is_alive():
+                raise TimeoutError(f"{self.path} has not opened yet (after {OPEN_TIMEOUT_S:g} s and more): a hung "
+                                   "mount? records are not written until it opens")
+            self._opening = None
+            late = self._opened.pop() if self._opened else None
+            if isinstance(late, int):
+                return late  # an error that came late: open again below
+        outcome: list[int | OSError] = []
+
+        def run() -> None:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o644)
+                os.set_blocking(fd, True)  # writes wait as usual; only the open must not
+                outcome.append(fd)
+            except OSError as error:
+                outcome.append(error)
+
+        opener = threading.Thread(target=run, name="groundtrace-jsonl-open", daemon=True)
+        opener.start()
+        opener.join(OPEN_TIMEOUT_S)
+        if opener.is_alive():
+            self._opening, self._opened = opener, outcome  # an fd or an error, when it comes
+            raise TimeoutError(f"{self.path} did not open within {OPEN_TIMEOUT_S:g} s (a hung mount?): the record "
+                               "is not written; the next one takes the file if it has opened by then")
+        [result] = outcome
+        if isinstance(result, OSError):
+            if result.errno == errno.ENXIO:
+                raise OSError(result.errno, f"{self.path} is a FIFO that no process reads") from None
+            raise result
+        return result
 
     def emit(self, record: Record, scores: list[Score]) -> None:
         line = (ScoredRecord(record=record, scores=scores).model_dump_json() + "\n").encode("utf-8")
@@ -72,14 +116,15 @@ class JsonlSink(Sink):
             if self._closed:
                 raise RuntimeError(f"the jsonl sink for {self.path} is closed")
             fd = self._open()
-            start = os.lseek(fd, 0, os.SEEK_END)
+            start = os.lseek(fd, 0, os.SEEK_END) if self._regular else None  # a pipe cannot seek nor be cut back
             try:
                 written = 0
                 while written < len(line):  # a pipe or a slow disk may take it in parts; a full one fails
                     written += os.write(fd, line[written:])
             except OSError:
                 try:
-                    os.ftruncate(fd, start)  # no torn line: what was written of it goes
+                    if start is not None:
+                        os.ftruncate(fd, start)  # no torn line: what was written of it goes
                 except OSError:
                     pass
                 raise

@@ -7,8 +7,8 @@ whose ``emit`` raises counts the same; both are said as a rate (one WARNING with
 at most once a minute: :class:`groundtrace.redaction.RateLimitedWarning`), never a line per record. An
 ``emit`` still running after ``timeout_s`` is said once: Python cannot stop it, but the other lanes go on.
 At close each lane gets what is left of the close's time; what it still holds then is counted as that
-sink's errors and said, and nothing starts being emitted after close returns (an emit already running is
-counted when it returns). So for every record and sink: it was delivered, or it is one ``sink_errors``: the
+sink's errors and said, and nothing starts being emitted after close returns (an emit still running then
+is counted with them: it may never return). So for every record and sink: it was delivered, or it is one ``sink_errors``: the
 counts reconcile exactly.
 """
 
@@ -47,6 +47,7 @@ class Lane:
         self._busy_since: float | None = None
         self._closed = False
         self._said_slow = False
+        self._running_counted = False
         self.delivered = 0
         self.failures = RateLimitedWarning(log, f"sink {self.name} failed")
         self._thread = threading.Thread(target=self._run, name=f"groundtrace-sink-{self.name}", daemon=True)
@@ -94,15 +95,18 @@ class Lane:
             self._closed = True
             left, running = len(self._items), self._busy_since is not None
             self._items.clear()
+            # an emit still running may never return (a server that never answers): it is not delivered as far as
+            # this close knows, and counted now, once (its return, if it comes, counts nothing more)
+            self._running_counted = running
             self._ready.notify_all()
         self.failures.settle()
-        if left or running:
-            log.warning("groundtrace: sink %s: %d record(s) not delivered when the Monitor closed (it is behind): "
-                        "counted in sink_errors%s", self.name, left,
-                        "; one emit() still running is counted when it returns" if running else "")
-        if left:
-            self._on_errors(left)
-        return left
+        lost = left + running
+        if lost:
+            log.warning("groundtrace: sink %s: %d record(s) not delivered when the Monitor closed (it is behind%s): "
+                        "counted in sink_errors", self.name, lost,
+                        "; one emit() was still running" if running else "")
+            self._on_errors(lost)
+        return lost
 
     def _run(self) -> None:
         while True:
@@ -121,12 +125,14 @@ class Lane:
                 self.failures.failed(f"record {record.id}: {type(error).__name__}: {error}")
             with self._ready:  # counted before anyone waiting sees the lane idle (the lane's lock, then the Monitor's)
                 self._busy_since = None
+                if self._running_counted:  # the emit that ran over close(): counted there already
+                    return
                 if failed:
                     self._on_errors(1)
                 else:
                     self.delivered += 1
                 self._ready.notify_all()
-                if self._closed:  # the emit that ran over close(): counted now; nothing else is emitted
+                if self._closed:
                     return
 
 
