@@ -313,6 +313,27 @@ def test_a_turn_never_raises_into_the_app_when_its_value_cannot_be_read(collecte
     assert isinstance(answer("What about kim?"), Unread)
 
 
+def test_a_turn_returning_an_unread_httpx_stream_gets_it_back_unread_and_readable(collected):
+    """A real httpx streaming Response (served by httpx's own in-memory transport: no socket): reading .text of an
+    unread stream raises ResponseNotRead; the turn must neither raise it nor read the stream for the app."""
+    httpx = pytest.importorskip("httpx")
+    monitor, _ = collected
+
+    def body() -> Iterator[bytes]:  # a body that arrives in parts, as a model's stream does
+        yield b"At 9 "
+        yield b"am."
+
+    client = httpx.Client(transport=httpx.MockTransport(lambda request: httpx.Response(200, content=body())))
+
+    @groundtrace.turn(monitor=monitor)
+    def answer(question: str) -> Any:
+        return client.send(client.build_request("GET", "http://127.0.0.1/answer"), stream=True)
+
+    response = answer("When does it open?")
+    assert isinstance(response, httpx.Response) and not response.is_stream_consumed
+    assert response.read() == b"At 9 am."
+
+
 # ------------------------------------------------------------------------------------------- fork
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork is POSIX")
 def test_a_forked_child_starts_its_monitor_anew_and_keeps_no_inherited_sigterm_handler():

@@ -218,3 +218,22 @@ def test_the_running_flagged_rate_per_metric_goes_to_stderr(tmp_path):
                              "(33%); nli none scored, 1 failed\n")
     # with -m, only the metrics shown
     assert watch(str(path), "--no-follow", "-m", "lexical").stderr == "groundtrace watch: so far: lexical 1 of 2 flagged (50%)\n"
+
+
+def test_terminal_escapes_in_answers_ids_and_errors_are_shown_inert(tmp_path):
+    """An answer that writes the clipboard (ESC ] 52) or clears the screen (ESC [ 2 J): watch and score --show write
+    those bytes out as text (\\x1b), in every field they may come in by."""
+    clipboard, clear = "\x1b]52;c;ZWNobyBwd25lZA==\x07", "\x1b[2J"
+    answer = f"Berlin{clear} it is{clipboard}"
+    line = ScoredRecord(
+        record=Record(id=f"r{clear}1", question="Which city?", contexts=["Paris is the capital."], answer=answer),
+        scores=[Score(metric="lexical", value=0.1, higher_is_better=True, hallucinated=True, threshold=0.5,
+                      spans=[Span(start=0, end=len(answer), text=answer)]),
+                Score(metric="nli", higher_is_better=True, error=f"the model echoed {clipboard}")],
+    ).model_dump_json() + "\n"
+    path = tmp_path / "scores.jsonl"
+    path.write_text(line)
+    result = watch(str(path), "--no-follow")
+    assert result.exit_code == 0 and "\x1b" not in result.output and "\x07" not in result.output
+    assert '"Berlin\\x1b[2J it is\\x1b]52;c;ZWNobyBwd25lZA==\\x07"' in result.stdout
+    assert "r\\x1b[2J1" in result.stdout and "error: the model echoed \\x1b]52" in result.stdout

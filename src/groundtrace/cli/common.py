@@ -4,6 +4,7 @@ bar and the summary tables."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -147,9 +148,20 @@ def _forceprogress_bar() -> bool:
         return False
 
 
+#: what a terminal would act on rather than show: C0 controls but tab and newline, DEL, C1 controls (ESC ] 52 writes the
+#: clipboard, ESC [ 2 J clears the screen); text from answers and files is shown with them written out (\x1b)
+_TERMINAL_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: object) -> str:
+    """``text`` with every control character a terminal would act on written out as ``\\xNN``: inert, visible."""
+    return _TERMINAL_CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", str(text))
+
+
 def shown(text: object) -> str:
-    """A message of ours for the console: secrets redacted, and brackets shown, not read as markup."""
-    return escape(redact(str(text)))
+    """A message of ours for the console: secrets redacted, control characters inert, and brackets shown, not
+    read as markup."""
+    return escape(terminal_safe(redact(str(text))))
 
 
 def fmt(value: float | None, digits: int = 3) -> str:
@@ -218,8 +230,8 @@ def records_table(rows: Sequence[ScoredRecord], limit: int = 20) -> Table:
             s = row.score(name)
             cells.append("error" if s is None or not s.ok else f"{s.value:.2f}{' ⚠' if s.hallucinated else ''}")
         # Text, not markup: an answer's own brackets are shown, never read as styles
-        table.add_row(Text(row.id or ""), Text(_beginning(row.record.answer or "", ANSWER_CHARS)), *cells,
-                      Text("\n".join(f'"{text}"' for text in texts)))
+        table.add_row(Text(terminal_safe(row.id or "")), Text(terminal_safe(_beginning(row.record.answer or "", ANSWER_CHARS))),
+                      *cells, Text(terminal_safe("\n".join(f'"{text}"' for text in texts))))
     return table
 
 

@@ -19,6 +19,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from groundtrace.cli.common import terminal_safe
+
 from groundtrace.cli.common import NO_RECORDS_WHY, metric_names
 
 #: how often a followed file is looked at
@@ -88,13 +90,14 @@ def render(row: Any, scores: list[Any], arrived: str | None = None) -> Any:
 
     block = Text()
     head = f"{arrived}  " if arrived else ""
-    block.append(f"{head}{row.id or '(no id)'}", style="bold")
-    block.append(f"  {_question(row)}\n")
+    # every text here comes from the file (answers, ids, errors quoting them): its control characters made inert
+    block.append(terminal_safe(f"{head}{row.id or '(no id)'}"), style="bold")
+    block.append(terminal_safe(f"  {_question(row)}") + "\n")
     width = max(len(s.metric) for s in scores)
     for score in scores:
-        block.append(f"  {score.metric:<{width}}  {_value(score)}  ")
+        block.append(terminal_safe(f"  {score.metric:<{width}}  {_value(score)}  "))
         if score.error is not None:
-            block.append(f"error: {' '.join(score.error.split())}", style="yellow")
+            block.append(terminal_safe(f"error: {' '.join(score.error.split())}"), style="yellow")
         elif score.hallucinated:
             block.append("flagged", style="bold red")
         elif score.hallucinated is False:
@@ -106,7 +109,7 @@ def render(row: Any, scores: list[Any], arrived: str | None = None) -> Any:
             # each phrase whole: a cut one cannot be found in the answer (the terminal wraps the line)
             phrases = ", ".join(f'"{" ".join(span.text.split())}"' for span in score.spans[:PHRASES])
             more = f" (+{len(score.spans) - PHRASES} more)" if len(score.spans) > PHRASES else ""
-            block.append(f"    {phrases}{more}\n", style="red")
+            block.append(terminal_safe(f"    {phrases}{more}") + "\n", style="red")
     return block
 
 
