@@ -1,5 +1,6 @@
 """The Monitor: never blocks or raises on submit, and every record ends in exactly one bucket."""
 
+import logging
 import threading
 import time
 
@@ -137,6 +138,28 @@ def test_a_full_queue_drops_and_counts_without_blocking():
         monitor.close()
     stats = monitor.stats
     assert stats.scored == sum(accepted) and stats.settled == stats.submitted == 100
+
+
+def test_the_drop_warning_names_the_bound_that_dropped(caplog):
+    """Records of 40,000 characters against a 100,000-byte bound: the bytes drop them while the count bound (1000) is
+    far away, and the warning says so (before: "the queue was full (1000 records)")."""
+    gate = threading.Event()
+    big = Record(id="big", question="q?", contexts=["c" * 20_000], answer="a" * 20_000)
+    monitor = Monitor([Gate(gate)], [], queue_size=1000, queue_bytes=100_000, workers=1, flush_at_exit=False)
+    try:
+        with caplog.at_level(logging.WARNING, logger="groundtrace"):
+            for i in range(8):  # the first ones sit unsized (the queue sizes records once it holds 8)
+                monitor.submit(record(i))
+            accepted = [monitor.submit(big.model_copy(update={"id": f"big{i}"})) for i in range(6)]
+            monitor._say_losses()
+        assert accepted.count(False) >= 3 and monitor.stats.dropped == accepted.count(False)
+        [said] = [r.getMessage() for r in caplog.records if "not scored" in r.getMessage()]
+        assert said.startswith(f"groundtrace: records dropped: {accepted.count(False)} not scored: the records "
+                               "waiting held 0.0953674 MiB of text, the queue's bound (queue_bytes)")
+        assert "queue was full" not in said
+    finally:
+        gate.set()
+        monitor.close()
 
 
 def test_raising_hanging_and_garbage_metrics_become_error_scores():

@@ -224,7 +224,8 @@ class Monitor(Workers):
         self._stored = 0  # records delivered to the default store
         self._no_record_reasons: dict[str, int] = {}
         self._lanes = Lanes(self._count_sink_errors)  # one delivery lane per sink fed in this process
-        self._full_drops = self._drops_said = 0  # a full queue's drops, and those said (as a rate, by the workers)
+        # a full queue's drops (by count, by bytes), and those said (as a rate, by the workers)
+        self._full_drops = self._bytes_drops = self._drops_said = self._bytes_drops_said = 0
         self._drop_warning = RateLimitedWarning(log, "records dropped")
         self._warm_lock = threading.Lock()
         self.budget = None if self._budget_share is None else CpuBudget(self._budget_share)
@@ -326,9 +327,12 @@ class Monitor(Workers):
                 size = record_size(record) if bucket is None and len(queue) >= QUEUE_SIZED_FROM else 0
                 if self._closed:
                     bucket = "dropped"
-                elif bucket is None and (len(queue) >= queue.maxsize or queue.bytes + size > queue.max_bytes):
+                elif bucket is None and len(queue) >= queue.maxsize:
                     bucket = "dropped"
-                    self._full_drops += 1  # said as a rate by the workers
+                    self._full_drops += 1  # said as a rate by the workers, with the bound that dropped it
+                elif bucket is None and queue.bytes + size > queue.max_bytes:
+                    bucket = "dropped"
+                    self._bytes_drops += 1
                 if bucket is not None:
                     setattr(self._stats, bucket, getattr(self._stats, bucket) + 1)
                     return False

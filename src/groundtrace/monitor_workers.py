@@ -68,6 +68,8 @@ class Workers:
     _lanes: Lanes
     _drops_said: int
     _full_drops: int
+    _bytes_drops: int
+    _bytes_drops_said: int
     _drop_warning: RateLimitedWarning
     _metric_pool: ThreadPoolExecutor
     budget: CpuBudget | None
@@ -139,11 +141,18 @@ class Workers:
     def _say_losses(self) -> None:
         """Records dropped because the queue was full since the last look: said as a rate (on this thread,
         never the application's)."""
-        dropped = self._full_drops
+        dropped, by_bytes = self._full_drops, self._bytes_drops
         new, self._drops_said = dropped - self._drops_said, dropped
+        new_by_bytes, self._bytes_drops_said = by_bytes - self._bytes_drops_said, by_bytes
         if new > 0:
             self._drop_warning.failed(f"{new} not scored: the queue was full ({self._queue.maxsize} records): raise "
                                       "queue_size (GROUNDTRACE_QUEUE_SIZE), lower sample_rate, or add workers", times=new)
+        if new_by_bytes > 0:
+            mib = self._queue.max_bytes / 2**20
+            self._drop_warning.failed(f"{new_by_bytes} not scored: the records waiting held {mib:g} MiB of text, the "
+                                      f"queue's bound (queue_bytes), with {len(self._queue)} of {self._queue.maxsize} "
+                                      "places taken: raise Monitor(queue_bytes=...), lower sample_rate, or add workers",
+                                      times=new_by_bytes)
 
     def _pay_debt(self) -> None:
         """Over the CPU budget: start nothing until the debt is paid (or the Monitor gives up)."""

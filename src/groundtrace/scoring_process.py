@@ -150,7 +150,12 @@ class ChildProcess:
         if proc is not None and proc.poll() is None:
             try:
                 _pipe(proc.stdin).close()
-                proc.wait(timeout=timeout)
+                deadline = time.monotonic() + timeout
+                # what the child says while it closes its sinks (the last count of a failing sink) is relayed
+                while (line := self._read_line(proc, max(0.0, deadline - time.monotonic()))):
+                    if line.startswith(b"l"):
+                        _relay_log(line[1:])
+                proc.wait(timeout=max(0.0, deadline - time.monotonic()))
             except Exception:
                 self._kill(proc)
 

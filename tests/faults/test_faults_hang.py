@@ -117,3 +117,44 @@ def test_a_fifo_with_a_reader_gets_whole_lines(tmp_path):
     reader.join(30)
     lines = received[0].decode().splitlines() if received else []
     assert len(lines) + monitor.stats.sink_errors == 3 and lines
+
+
+READ_ONLY_APP = textwrap.dedent("""
+    import sys
+    from groundtrace.monitor import Monitor
+    from groundtrace.record import Record
+
+    monitor = Monitor(["lexical"], [f"jsonl:{sys.argv[1]}/scores.jsonl"])  # isolation "process": the sink is the child's
+    for i in range(60):
+        monitor.submit(Record(id=f"r{i}", question="q?", contexts=["The museum opens at 9 am."], answer="At 9 am."))
+    assert monitor.flush(120)
+    print("sink_errors", monitor.stats.sink_errors, flush=True)
+    monitor.close()
+""")
+
+
+def test_the_scoring_process_says_every_loss_on_a_read_only_mount_before_it_stops(tmp_path):
+    """60 records, a jsonl sink on a read-only tmpfs, the default scoring process: the first failure with its cause,
+    then the rest as one count when the child closes its sinks (before: only the first was ever said)."""
+    import re
+
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,ro", "tmpfs", str(mount)], capture_output=True)
+    if made.returncode != 0:
+        import pytest
+
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {made.stderr.decode().strip()}")
+    try:
+        script = tmp_path / "app.py"
+        script.write_text(READ_ONLY_APP, encoding="utf-8")
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        ended = subprocess.run([sys.executable, str(script), str(mount)], capture_output=True, text=True, env=env,
+                               timeout=300)
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+    assert ended.returncode == 0, ended.stderr
+    assert "sink_errors 60" in ended.stdout
+    first = re.findall(r"sink jsonl failed: record r\d+: OSError: \[Errno 30\] Read-only file system", ended.stderr)
+    more = [int(n) for n in re.findall(r"sink jsonl failed: (\d+) more", ended.stderr)]
+    assert len(first) == 1 and 1 + sum(more) == 60, ended.stderr

@@ -245,8 +245,13 @@ def flush_sinks(sinks: Sequence[Any], timeout_s: float = SINK_CALL_TIMEOUT_S) ->
 
 def close_sinks(sinks: Sequence[Any], timeout_s: float = SINK_CALL_TIMEOUT_S) -> list[str]:
     """Close each sink (its ``close()``, else its ``flush()``), within ``timeout_s`` in all; failures are
-    returned, never raised."""
-    return _each(sinks, ("close", "flush"), "closing", timeout_s)
+    returned, never raised. Then the failures of ``emit_all`` not said yet (a rate's last count) are said: a
+    scoring process, the command line and a backfill close their sinks last, and nothing is said after."""
+    problems = _each(sinks, ("close", "flush"), "closing", timeout_s)
+    for name in {sink_name(sink) for sink in sinks}:
+        if (said := _failures.get(name)) is not None:
+            said.settle()
+    return problems
 
 
 def register_trace_links(spec: Sequence[Any] | str | None) -> None:
