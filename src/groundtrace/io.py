@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -12,10 +13,15 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
+from pydantic import ValidationError
+
 from groundtrace._extras import missing_extra
 from groundtrace.layouts import Layout, resolve
 from groundtrace.record import InvalidInput
+from groundtrace.redaction import get_logger
 from groundtrace.score import ScoredRecord
+
+log = get_logger("groundtrace.io")
 
 #: rows whose keys decide a file's layout (a key that first appears later is read by the layout chosen)
 DETECTION_ROWS = 1000
@@ -150,8 +156,36 @@ def write_jsonl(rows: Iterable[ScoredRecord], handle: TextIO) -> int:
     return count
 
 
-def read_scored(path: str | Path) -> Iterator[ScoredRecord]:
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        for line in handle:
-            if line.strip():
-                yield ScoredRecord.model_validate_json(line)
+def read_scored(path: str | Path, skipped: list[str] | None = None) -> Iterator[ScoredRecord]:
+    """The scored records of a scores file. A line that is not one (a write a crash cut short, a line of another
+    file) is skipped wherever it is: its number and why go to ``skipped``, and one WARNING says them at the end,
+    never the line's text (it is the user's). A file with lines but no scored record raises ValueError."""
+    problems: list[str] = [] if skipped is None else skipped
+    read = 0
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip(_BLANK):
+                continue
+            try:
+                row = ScoredRecord.model_validate_json(raw.decode("utf-8", "replace"))
+            except ValidationError as error:
+                problems.append(f"line {number}: {why_not_scored(error)}")
+                continue
+            read += 1
+            yield row
+    if problems and not read:
+        raise ValueError(f"{path} holds no scored record ({problems[0]}): is it a scores file "
+                         "(`groundtrace score -o`, the default store)?")
+    if problems:
+        shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
+        log.warning("groundtrace: %s: skipped %d line(s) that are not scored records (%s)", path, len(problems), shown)
+
+
+def why_not_scored(error: ValidationError) -> str:
+    """Why a line is not a scored record, in the error's own words, without the input it quotes."""
+    first = error.errors(include_input=False, include_url=False)[0]
+    if first["type"] == "json_invalid":
+        said = re.sub(r" at line \d+ column \d+", "", first["msg"].removeprefix("Invalid JSON: "))
+        return f"not valid JSON ({said})"
+    where = ".".join(str(part) for part in first["loc"])
+    return f"{where}: {first['msg']}" if where else first["msg"]

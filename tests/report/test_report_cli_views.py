@@ -59,7 +59,8 @@ def test_a_review_file_that_is_not_one_says_where(tmp_path):
     broken.write_text(json.dumps({"id": "ru-1", "label": "unsupported"}) + "\n" + "not json\n" + "{}\n", encoding="utf-8")
     result = runner.invoke(app, ["report", str(scores), "--labels", str(broken)])
     assert result.exit_code == 2
-    assert f"{broken}:2:notaJSONline" in "".join(result.output.split())  # the line, whatever the terminal wrapped
+    # line 2, a fragment, is skipped as a crash leaves them; line 3 is JSON but no decision: another kind of file
+    assert f"{broken}:3:notareviewdecision" in "".join(result.output.split())  # whatever the terminal wrapped
 
 
 def test_trace_links_from_the_option_or_the_environment(tmp_path, monkeypatch):

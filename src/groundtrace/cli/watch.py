@@ -19,7 +19,10 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from pydantic import ValidationError
+
 from groundtrace.cli.common import terminal_safe
+from groundtrace.io import why_not_scored
 
 from groundtrace.cli.common import NO_RECORDS_WHY, metric_names
 
@@ -164,8 +167,8 @@ def _rows(lines: Iterable[bytes], view: View, warn: Any, rates: Rates) -> Iterat
     for line in lines:
         try:
             row = _parse(line)
-        except ValueError as error:
-            warn(f"skipped a line that is not a scored record ({type(error).__name__}): {line[:80]!r}")
+        except ValidationError as error:  # why, never the line itself: it is the user's text
+            warn(f"skipped a line that is not a scored record: {why_not_scored(error)}")
             continue
         rates.add(row)
         scores = view.scores(row)

@@ -3,7 +3,6 @@ from a ``groundtrace score -o`` file of the same records), the records' language
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,18 +26,11 @@ class FitInputs:
 
 
 def read_scored(path: str | Path) -> dict[str, dict[str, Score]]:
-    """A ``groundtrace score -o`` file: record id -> metric -> Score."""
-    found: dict[str, dict[str, Score]] = {}
-    with open(path, encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                found[str(row["id"])] = {s["metric"]: Score.model_validate(s) for s in row["scores"]}
-            except (ValueError, KeyError, TypeError) as error:
-                raise ValueError(f"{path}:{number}: not a line of `groundtrace score -o` ({error})") from None
-    return found
+    """A scores file (``groundtrace score -o``, the default store): record id -> metric -> Score; a line that is
+    not a scored record is skipped and said (groundtrace.io.read_scored)."""
+    from groundtrace.io import read_scored as scored_rows
+
+    return {str(row.id): {score.metric: score for score in row.scores} for row in scored_rows(path)}
 
 
 def metric_scores(items: Sequence[Labelled], names: Sequence[str], options: Mapping[str, Mapping[str, Any]],
