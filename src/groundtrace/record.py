@@ -153,6 +153,10 @@ def coerce_record(value: Any) -> Record:
 
 
 # a PendingRecord's metadata, read-only: all the Monitor reads of it before the Record is built
+#: a Record's metadata key: why its retrieval gave no passage with text (what it returned), when it was not merely
+#: empty: every metric that needs contexts then gives an error Score saying so, never a verdict from nothing
+NO_TEXT = "contexts_unreadable"
+
 NOT_EXCLUDED: Mapping[str, Any] = MappingProxyType({})
 EXCLUDED: Mapping[str, Any] = MappingProxyType({"groundtrace_exclude": True})
 

@@ -348,3 +348,24 @@ def test_a_chain_that_is_not_rag_makes_no_record_and_says_so_once(unsaid_reasons
     assert monitor.flush(10)
     assert sink.records == []
     assert capture_delta() == {"roots": 1, "no_record": {"no retrieval and no tool output": 1}}
+
+
+def test_a_marked_retrieval_with_no_text_inside_a_chain_gives_error_scores_not_a_verdict(monitor, sink):
+    """A retrieval function that returns the vector database's hits with no text field, called in a chain: the
+    record says why it has no contexts, and the metric's Score is an error saying so."""
+
+    class Hit:
+        score = 0.9
+
+    @groundtrace.retrieval
+    def hits(question: str) -> list[Hit]:
+        return [Hit(), Hit()]
+
+    rag = RunnableLambda(lambda q: {"context": hits(q), "question": q}) | RunnableLambda(
+        lambda state: f"Question: {state['question']}") | model() | StrOutputParser()
+    rag.invoke(QUESTION, config={"callbacks": [GroundtraceCallbackHandler(monitor=monitor)]})
+    assert monitor.flush(10)
+    [(record, [score])] = sink.emitted
+    assert record.contexts == [] and score.error == (
+        "no contexts to check the answer against: @groundtrace.retrieval 'hits' returned 2 item(s) of type Hit with "
+        "no text")

@@ -141,6 +141,8 @@ def read_items(value: Any) -> tuple[list[Item], int] | None:
     nodes = getattr(value, "nodes", None)  # LlamaIndex's VectorStoreQueryResult
     if isinstance(nodes, Sequence) and not isinstance(value, Mapping):
         value = nodes
+    elif type(value).__name__ in ("ndarray", "Series") and callable(getattr(value, "tolist", None)):
+        value = value.tolist()  # a numpy array or pandas Series of texts (or of dicts) reads as a list
     if isinstance(value, (list, tuple)) and not (isinstance(value, tuple) and read_item(value) is not None):
         items, unreadable = [], 0
         for entry in value:
@@ -193,6 +195,24 @@ def _structured(value: Any) -> bool:
     if isinstance(value, (list, tuple)):
         return any(not isinstance(entry, str) for entry in value)
     return True
+
+
+def no_text_reason(value: Any) -> str | None:
+    """Why a retrieval's return value gave no passage, when it is not simply empty (a search that found
+    nothing): ``"returned None"``, ``"returned bytes"``, ``"returned a numpy.ndarray"``, ``"returned 2 item(s) of
+    type Hit with no text"``. None for an empty string or collection."""
+    if value is None:
+        return "returned None"
+    if isinstance(value, str) or (isinstance(value, (list, tuple, Mapping)) and not value):
+        return None
+    kind = type(value)
+    name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__.split('.')[0]}.{kind.__name__}"
+    if isinstance(value, (list, tuple)):
+        types = sorted({type(entry).__name__ for entry in value})
+        return f"returned {len(value)} item(s) of type {', '.join(types)} with no text"
+    if isinstance(value, (bytes, bytearray)):
+        return f"returned {name} (decode it to str)"
+    return f"returned a {name}" + (" (pass .tolist())" if hasattr(value, "tolist") else "")
 
 
 def value_candidate(value: Any, origin: str, tier: int | None = None) -> Carried | None:

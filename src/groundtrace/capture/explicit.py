@@ -33,7 +33,7 @@ from groundtrace.record import bounded
 from groundtrace.capture.marked import COUNTS, Retrieved, count_failure, current_turn, function_name, query_of
 from groundtrace.capture.session import current_session
 from groundtrace.capture.stats import CaptureStats
-from groundtrace.record import EXCLUDED, NOT_EXCLUDED, PendingRecord, Record
+from groundtrace.record import EXCLUDED, NO_TEXT, NOT_EXCLUDED, PendingRecord, Record
 from groundtrace.trace_context import current_links, otel_ids
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -311,6 +311,8 @@ class ExplicitTurn(PendingRecord):
         if chosen is None:
             contexts: list[str] = []
             metadata: dict[str, Any] = {"contexts_from": None}
+            if unreadable := [r.no_text for r in scope.retrievals if r.no_text]:
+                metadata[NO_TEXT] = "; ".join(unreadable)
         else:
             contexts = [p.text for p in chosen.selection.contexts]
             metadata = {"contexts_from": chosen.origin, "documents": [item_origin(p) for p in chosen.selection.contexts]}

@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, overload
 
-from groundtrace.capture.carried import Carried, value_candidate
+from groundtrace.capture.carried import Carried, no_text_reason, value_candidate
 from groundtrace.capture.generators import Watch, wrap_async_generator, wrap_generator
 from groundtrace.capture.stats import CaptureCounter
 from groundtrace.redaction import get_logger
@@ -83,6 +83,7 @@ class Retrieved:
     taken: bool = False  # by a turn that started after it (take_pending): never by a second one
     found: Carried | None = field(init=False, default=None)
     trace: str | None = field(init=False, default=None)  # the OpenTelemetry trace current when it returned
+    no_text: str | None = field(init=False, default=None)  # why what it returned held no passage (not merely empty)
 
     def __post_init__(self) -> None:
         value, self.value = self.value, None
@@ -98,6 +99,12 @@ class Retrieved:
                      "groundtrace: @groundtrace.retrieval %r returned %d item(s) with no text (a string, a Document's "
                      "page_content, a node's get_content(), a dict's text field): they are not contexts",
                      self.name, found.unreadable)
+        if found is None and (why := no_text_reason(value)) is not None:
+            # no verdict from nothing: the turn's Scores are errors that say this, never "hallucinated"
+            self.no_text = f"@groundtrace.retrieval {self.name!r} {why}"
+            say_once(("no text", self.name, why), "groundtrace: %s: no passage in it has text (a string, a Document's "
+                     "page_content, a node's get_content(), a dict's text field); its turn's Scores are errors that say so",
+                     self.no_text)
         self.found = None if found is None else Carried(found.origin, 0, found.passages, found.unreadable)
 
     def candidate(self) -> Carried | None:

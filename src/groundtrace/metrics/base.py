@@ -10,7 +10,7 @@ from typing import Any, ClassVar, TypeVar
 
 from groundtrace._extras import MissingExtraError, ModelUnavailableError
 from groundtrace.backends.breaker import CircuitOpen
-from groundtrace.record import InvalidRecord, Record, coerce_record, salvage_id
+from groundtrace.record import NO_TEXT, InvalidRecord, Record, coerce_record, salvage_id
 from groundtrace.redaction import get_logger
 from groundtrace.score import Cost, Score, Span
 from groundtrace.text.lang import guess_language
@@ -196,6 +196,8 @@ class Metric:
                 hint = _FIELD_HINTS.get(name, name)
                 return f"the record has no '{name}' ({hint}), which metric '{self.name}' needs"
         answer, contexts = record.answer, record.contexts  # present where required (the loop above)
+        if "contexts" in self.requires and not contexts and (why := record.metadata.get(NO_TEXT)):
+            return f"no contexts to check the answer against: {why}"
         if "answer" in self.requires and answer is not None:
             if not answer.strip():
                 return "the answer is empty: there is no text to score (did the application return nothing?)"

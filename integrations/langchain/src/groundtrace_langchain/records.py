@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
-from groundtrace.record import CUT_FROM, EXCLUDED, MAX_CONTEXT_CHARS, NOT_EXCLUDED, PendingRecord, Record, bounded, cap
+from groundtrace.record import CUT_FROM, EXCLUDED, MAX_CONTEXT_CHARS, NO_TEXT, NOT_EXCLUDED, PendingRecord, Record, bounded, cap
 from groundtrace.trace_context import current_links
 from groundtrace.capture.carried import (
     Carried,
@@ -435,6 +435,10 @@ class TurnEnd(PendingRecord):
                 raise NothingToScore(NO_SOURCE, NO_SOURCE_HINT, called_model=bool(turn.calls))
             selection = chosen.selection
             metadata["contexts_from"] = chosen.origin
+        if not selection.contexts and (unreadable := [source.marked.no_text for source in root.sources
+                                                      if isinstance(source, Retrieval) and source.marked is not None
+                                                      and source.marked.no_text]):
+            metadata[NO_TEXT] = "; ".join(unreadable)  # the metrics say this as their error: no verdict from nothing
         _queries(root)
         question = turn.question
         if question is None and turn.queries:  # the input holds no question we know: the first query stands in
