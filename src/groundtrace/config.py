@@ -4,8 +4,8 @@ Everything else receives a :class:`Settings` (or plain arguments) and reads no e
 
     GROUNDTRACE_ENABLED          1/true/yes/on turns capture on (the launcher and auto-instrumentation);
                                  0/false/no/off makes every integration's instrument() a no-op
-    GROUNDTRACE_METRICS          comma-separated metric names (default: grounding; grounding,faithfulness
-                                 when GROUNDTRACE_JUDGE_MODEL is set)
+    GROUNDTRACE_METRICS          comma-separated metric names (default: combined when GROUNDTRACE_VERDICT_FILE
+                                 is set; else grounding; grounding,faithfulness when GROUNDTRACE_JUDGE_MODEL is set)
     GROUNDTRACE_SAMPLE_RATE      fraction of traces scored, 0..1 (default 1)
     GROUNDTRACE_SINKS            comma-separated sink names: otel, jsonl (or jsonl:PATH), langsmith, mlflow,
                                  phoenix, langfuse, or module:Class of your own; none: no sink at all. Unset:
@@ -61,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from groundtrace.errors import ConfigError
-from groundtrace.redaction import register_secrets
+from groundtrace.redaction import get_logger, register_secrets
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
@@ -142,9 +142,14 @@ class JudgeSettings:
                    api_key=env.get("OPENAI_API_KEY") or None, cache_dir=Path(cache_dir))
 
 
-def default_metrics(settings: Settings | JudgeSettings | Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """What runs when nobody chose: the offline detector, plus judge faithfulness when a judge is
+def default_metrics(settings: Settings | JudgeSettings | Mapping[str, str] | None = None,
+                    environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """What runs when nobody chose: the verdict ``groundtrace fit`` wrote (``combined``) when
+    GROUNDTRACE_VERDICT_FILE names one; else the offline detector, plus judge faithfulness when a judge is
     configured. ``settings``: Settings, JudgeSettings, an environment mapping, or None (os.environ)."""
+    env = settings if isinstance(settings, Mapping) else environ
+    if verdict_file(env):  # setting the verdict file is choosing the fitted verdict: one step, nothing else to set
+        return ("combined",)
     if isinstance(settings, Settings):
         judge = settings.judge
     elif isinstance(settings, JudgeSettings):
@@ -152,6 +157,16 @@ def default_metrics(settings: Settings | JudgeSettings | Mapping[str, str] | Non
     else:
         judge = JudgeSettings.from_env(settings)
     return ("grounding", "faithfulness") if judge.configured else ("grounding",)
+
+
+def _chosen_metrics(env: Mapping[str, str], judge: JudgeSettings) -> list[str]:
+    named = _split(env.get("GROUNDTRACE_METRICS"))
+    if named and verdict_file(env) and "combined" not in named:
+        get_logger("groundtrace.config").warning(
+            "groundtrace: GROUNDTRACE_VERDICT_FILE is set, but GROUNDTRACE_METRICS=%s does not name combined: the "
+            "fitted verdict is not applied (add combined, or unset GROUNDTRACE_METRICS to score with it alone)",
+            ",".join(named))
+    return named or list(default_metrics(judge, env))
 
 
 def verdict_file(environ: Mapping[str, str] | None = None) -> str | None:
@@ -325,7 +340,7 @@ class Settings:
         return cls(
             enabled=enabled is True,
             switched_off=enabled is False,
-            metrics=_split(env.get("GROUNDTRACE_METRICS")) or list(default_metrics(judge)),
+            metrics=_chosen_metrics(env, judge),
             sample_rate=number("GROUNDTRACE_SAMPLE_RATE", 1.0, float),
             sinks=_sinks(env.get("GROUNDTRACE_SINKS")),
             queue_size=number("GROUNDTRACE_QUEUE_SIZE", defaults.queue_size, int),

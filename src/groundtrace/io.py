@@ -52,7 +52,17 @@ def read_jsonl(path: str | Path) -> Iterator[dict[str, Any] | InvalidInput]:
             if not isinstance(value, dict):
                 yield InvalidInput(id=f"line-{number}", message=f"line {number} is a JSON {type(value).__name__}, not an object")
                 continue
-            yield value
+            yield scored_record_row(value)
+
+
+def scored_record_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A line of groundtrace's own scores files (the default store, ``score -o``, a backfill: ``{"id", "record",
+    "scores"}``) as the record it scored, its id kept; any other row as it is. So every command that reads
+    records reads a scores file too, with no conversion step."""
+    record = row.get("record")
+    if isinstance(record, dict) and isinstance(row.get("scores"), list) and set(row) <= {"id", "record", "scores"}:
+        return {**record, "id": row.get("id", record.get("id"))}
+    return row
 
 
 def is_parquet(path: str | Path) -> bool:

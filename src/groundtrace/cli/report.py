@@ -39,7 +39,7 @@ def review_labels(path: Path) -> dict[str, Mapping[str, Any]]:
 
 
 def report_command(
-    input_path: Annotated[Path, typer.Argument(help="Scored records (JSONL) from `groundtrace score` or `groundtrace demo`.")],
+    input_path: Annotated[Path | None, typer.Argument(help="Scored records (JSONL) from `groundtrace score`, `groundtrace demo` or live capture. Default: the default store (GROUNDTRACE_JSONL_PATH, else ./groundtrace-scores.jsonl), as `watch` and `review` open it.")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Where to write the HTML page (default: the input with .html).")] = None,
     labels: Annotated[Path | None, typer.Option("--labels", "--bench-labels", help="Labels joined by record id: the labelled file that was scored (label 0/1, gold spans; JSONL, CSV or Parquet) or a `groundtrace review` labels file. Adds precision, recall and the confusion cells at any threshold, ROC curves and reliability diagrams.")] = None,
     schema: SchemaOption = None,
@@ -56,6 +56,10 @@ def report_command(
     from groundtrace.review.evidence import checked_claims
 
     template = trace_url or trace_url_from_env()
+    if input_path is None:
+        from groundtrace.config import Settings
+
+        input_path = Settings.from_env().store_path
     try:
         if schema is not None and labels is None:
             raise ValueError("--schema is the layout of the --labels file; give --labels too")
