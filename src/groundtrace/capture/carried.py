@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundtrace.capture.turn import DOCUMENT, ReadCall, Passage, Selection, normalize, select_contexts
+from groundtrace.capture.vector_results import unwrap
 
 # Words that make a name a context's: a variable, a state key, an output key ("context_str", "docs_content",
 # "retrieved_docs", "search_results" ...). Matched against the name's words (split at _ - . and camelCase).
@@ -135,7 +136,22 @@ def _metadata(value: Any) -> dict[str, Any]:
 def read_items(value: Any) -> tuple[list[Item], int] | None:
     """The passages of a value: a list of text-bearing items (or one item), and how many entries of a list
     were not text-bearing; None when it holds none. A string is one item, split at unambiguous separators
-    (:func:`split_joined`); a vector store's result with ``.nodes`` is its nodes."""
+    (:func:`split_joined`); a vector store's result with ``.nodes`` is its nodes; what a vector database's client
+    returns (Qdrant, Pinecone, Chroma, Elasticsearch, Weaviate, Milvus, rows with a text column) is read by
+    :mod:`groundtrace.capture.vector_results` when nothing else reads it."""
+    read = _read_plain(value)
+    if read is not None:
+        return read
+    hits = unwrap(value)
+    if not hits:
+        return None
+    items = [Item(hit["text"], hit["id"], {**hit["metadata"], **({"score": hit["score"]} if hit["score"] is not None
+                                                                  else {})}, hit["score"])
+             for hit in hits if hit["text"].strip()]
+    return (items, 0) if items else None
+
+
+def _read_plain(value: Any) -> tuple[list[Item], int] | None:
     if isinstance(value, str):
         return ([Item(piece) for piece in split_joined(value)], 0) if value.strip() else None
     nodes = getattr(value, "nodes", None)  # LlamaIndex's VectorStoreQueryResult

@@ -1,0 +1,71 @@
+"""What a retrieval function returns when it returns its vector database client's result: the passages' text, with
+their ids and scores in the document metadata. The REST bodies are the shapes the services' docs show (recorded,
+with our own texts); a LangChain (Document, score) pair is a real Document."""
+
+from __future__ import annotations
+
+import pytest
+
+import groundtrace
+from groundtrace.capture.carried import read_items
+from groundtrace.monitor import Monitor
+from tests.custom_sinks import PlainSink
+
+OPENS, CLOSES = "The museum opens at 9 am.", "The museum closes at 6 pm."
+
+SHAPES = {
+    "pinecone REST": {"matches": [{"id": "doc-1", "score": 0.91, "values": [], "metadata": {"text": OPENS, "page": 1}},
+                                  {"id": "doc-2", "score": 0.72, "values": [], "metadata": {"text": CLOSES}}],
+                      "namespace": ""},
+    "pinecone matches": [{"id": "doc-1", "score": 0.91, "metadata": {"text": OPENS, "page": 1}},
+                         {"id": "doc-2", "score": 0.72, "metadata": {"text": CLOSES}}],
+    "qdrant REST": {"result": None, "points": [{"id": "doc-1", "version": 3, "score": 0.91,
+                                                "payload": {"page_content": OPENS, "page": 1}},
+                                               {"id": "doc-2", "version": 3, "score": 0.72,
+                                                "payload": {"page_content": CLOSES}}]},
+    "chroma QueryResult": {"ids": [["doc-1", "doc-2"]], "documents": [[OPENS, CLOSES]],
+                           "metadatas": [[{"page": 1}, {}]], "distances": [[0.91, 0.72]], "embeddings": None},
+    "elasticsearch": {"took": 3, "hits": {"total": {"value": 2}, "max_score": 0.91, "hits": [
+        {"_index": "docs", "_id": "doc-1", "_score": 0.91, "_source": {"content": OPENS, "page": 1}},
+        {"_index": "docs", "_id": "doc-2", "_score": 0.72, "_source": {"content": CLOSES}}]}},
+    "weaviate GraphQL": {"data": {"Get": {"Museum": [
+        {"body": OPENS, "page": 1, "_additional": {"id": "doc-1", "score": 0.91}},
+        {"body": CLOSES, "_additional": {"id": "doc-2", "score": 0.72}}]}}},
+    "milvus hits": [[{"id": "doc-1", "distance": 0.91, "entity": {"chunk": OPENS, "page": 1}},
+                     {"id": "doc-2", "distance": 0.72, "entity": {"chunk": CLOSES}}]],
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_each_shape_gives_its_passages_with_ids_and_scores(shape):
+    items, unreadable = read_items(SHAPES[shape])
+    assert [(item.text, item.id, item.score) for item in items] == [(OPENS, "doc-1", 0.91), (CLOSES, "doc-2", 0.72)]
+    assert items[0].metadata == {"page": 1, "score": 0.91} and unreadable == 0
+
+
+def test_a_marked_retrieval_returning_pinecone_matches_is_scored_against_them():
+    """Before: contexts=[] and a confident false alarm ("no contexts were retrieved")."""
+    sink = PlainSink()
+
+    @groundtrace.retrieval
+    def search(question: str) -> dict:
+        return SHAPES["pinecone REST"]
+
+    with Monitor(["lexical"], [sink], isolation="thread", flush_at_exit=False) as monitor:
+        @groundtrace.turn(monitor=monitor)
+        def answer(question: str) -> str:
+            search(question)
+            return "It opens at 9 am."
+
+        answer("When does the museum open?")
+        assert monitor.flush(30)
+    [(record, [score])] = sink.got
+    assert record.contexts == [OPENS, CLOSES] and score.ok
+    assert [d["id"] for d in record.metadata["documents"]] == ["doc-1", "doc-2"]
+
+
+def test_a_langchain_document_and_score_pair_keeps_its_score():
+    documents = pytest.importorskip("langchain_core.documents")
+    pair = (documents.Document(page_content=OPENS, id="doc-1", metadata={"page": 1}), 0.91)
+    [item], _ = read_items([pair])
+    assert (item.text, item.id, item.score) == (OPENS, "doc-1", 0.91)
