@@ -69,3 +69,32 @@ def test_a_langchain_document_and_score_pair_keeps_its_score():
     pair = (documents.Document(page_content=OPENS, id="doc-1", metadata={"page": 1}), 0.91)
     [item], _ = read_items([pair])
     assert (item.text, item.id, item.score) == (OPENS, "doc-1", 0.91)
+
+
+def test_qdrant_in_memory_query_points_and_their_list():
+    """The real qdrant-client, in memory: query_points returns a QueryResponse of ScoredPoints."""
+    qdrant = pytest.importorskip("qdrant_client", reason="pip install qdrant-client (embedded, no server)")
+    models = qdrant.models
+    client = qdrant.QdrantClient(":memory:")
+    client.create_collection("docs", vectors_config=models.VectorParams(size=3, distance=models.Distance.DOT))
+    client.upsert("docs", points=[models.PointStruct(id=1, vector=[1.0, 0.0, 0.0], payload={"page_content": OPENS, "page": 1}),
+                                  models.PointStruct(id=2, vector=[0.0, 1.0, 0.0], payload={"page_content": CLOSES})])
+    response = client.query_points("docs", query=[0.9, 0.5, 0.0], limit=2)
+    for value in (response, response.points):
+        items, _ = read_items(value)
+        assert [(item.text, item.id, item.score) for item in items] == [(OPENS, "1", 0.9), (CLOSES, "2", 0.5)]
+        assert items[0].metadata == {"page": 1, "score": 0.9}
+
+
+@pytest.mark.parametrize("form", ["list", "pandas", "arrow"])
+def test_lancedb_rows_as_a_list_a_dataframe_or_an_arrow_table(tmp_path, form):
+    lancedb = pytest.importorskip("lancedb", reason="pip install lancedb (embedded, no server)")
+    table = lancedb.connect(tmp_path).create_table("docs", data=[
+        {"vector": [1.0, 0.0], "text": OPENS, "id": "doc-1"}, {"vector": [0.0, 1.0], "text": CLOSES, "id": "doc-2"}])
+    search = table.search([1.0, 0.0]).limit(2)
+    if form == "pandas":
+        pytest.importorskip("pandas")
+    rows = {"list": search.to_list, "pandas": search.to_pandas, "arrow": search.to_arrow}[form]()
+    items, _ = read_items(rows)
+    assert [(item.text, item.id) for item in items] == [(OPENS, "doc-1"), (CLOSES, "doc-2")]
+    assert [item.score for item in items] == [0.0, 2.0]  # LanceDB's _distance (squared L2)

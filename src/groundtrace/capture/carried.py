@@ -51,6 +51,8 @@ HISTORY_WORDS = frozenset({"history", "messages", "memory", "scratchpad", "conve
 MIN_ELIMINATED = 24
 # Keys under which a dict item keeps its text (a vector database's hit as a dict)
 TEXT_KEYS = ("page_content", "text", "content", "document", "chunk", "passage")
+#: a row's score fields (a text-bearing dict's): its similarity or distance
+ROW_SCORES = ("score", "_score", "_distance", "distance", "_relevance_score")
 
 DOCUMENTS, PROMPT, TEXT = 0, 1, 2  # the tiers, most trusted first
 
@@ -105,8 +107,12 @@ def read_item(value: Any) -> Item | None:
             if isinstance(text, str):
                 metadata = value.get("metadata")
                 ident = value.get("id")
+                # a row's score, as LanceDB (_distance, _relevance_score) and others name it
+                score = next((float(found) for name in ROW_SCORES if isinstance(found := value.get(name), (int, float))
+                              and not isinstance(found, bool)), None)
+                kept = dict(metadata) if isinstance(metadata, Mapping) else {}
                 return Item(text, None if ident is None else str(ident),
-                            dict(metadata) if isinstance(metadata, Mapping) else {})
+                            {**kept, "score": score} if score is not None else kept, score)
         return None
     page_content = getattr(value, "page_content", None)
     if isinstance(page_content, str):  # a LangChain Document
@@ -159,6 +165,10 @@ def _read_plain(value: Any) -> tuple[list[Item], int] | None:
         value = nodes
     elif type(value).__name__ in ("ndarray", "Series") and callable(getattr(value, "tolist", None)):
         value = value.tolist()  # a numpy array or pandas Series of texts (or of dicts) reads as a list
+    elif type(value).__name__ == "DataFrame" and callable(getattr(value, "to_dict", None)):
+        value = value.to_dict("records")  # rows (LanceDB's to_pandas(), a pgvector query read with pandas)
+    elif type(value).__name__ == "Table" and callable(getattr(value, "to_pylist", None)):
+        value = value.to_pylist()  # an Arrow table (LanceDB's to_arrow())
     if isinstance(value, (list, tuple)) and not (isinstance(value, tuple) and read_item(value) is not None):
         items, unreadable = [], 0
         for entry in value:
