@@ -27,6 +27,8 @@ Everything else receives a :class:`Settings` (or plain arguments) and reads no e
     GROUNDTRACE_PROGRESS         1: the command line shows progress bars even when not on a terminal
     GROUNDTRACE_TRACE_URL        `groundtrace report`'s link per record to its trace, a URL template such as
                                  http://localhost:6006/redirects/traces/{trace_id} (its --trace-url wins)
+    GROUNDTRACE_CONTEXT_KEYS     comma-separated keys an app's state or prompt holds its contexts under, beyond
+                                 the words groundtrace knows (context, documents, sources, ...)
     GROUNDTRACE_JUDGE_MODEL      the LLM judge's model; setting it adds faithfulness to the default metrics
     OPENAI_BASE_URL              the OpenAI-compatible endpoint of the judge and the openai embedder
     OPENAI_API_KEY               its key (a local server needs none)
@@ -167,6 +169,12 @@ def _chosen_metrics(env: Mapping[str, str], judge: JudgeSettings) -> list[str]:
             "fitted verdict is not applied (add combined, or unset GROUNDTRACE_METRICS to score with it alone)",
             ",".join(named))
     return named or list(default_metrics(judge, env))
+
+
+def context_keys(environ: Mapping[str, str] | None = None) -> list[str]:
+    """GROUNDTRACE_CONTEXT_KEYS: comma-separated keys an application holds its contexts under, beyond the words
+    groundtrace knows (groundtrace.capture.carried.CONTEXT_WORDS)."""
+    return _split(_environ(environ).get("GROUNDTRACE_CONTEXT_KEYS")) or []
 
 
 def verdict_file(environ: Mapping[str, str] | None = None) -> str | None:

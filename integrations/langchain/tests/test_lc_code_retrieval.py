@@ -369,3 +369,41 @@ def test_a_marked_retrieval_with_no_text_inside_a_chain_gives_error_scores_not_a
     assert record.contexts == [] and score.error == (
         "no contexts to check the answer against: @groundtrace.retrieval 'hits' returned 2 item(s) of type Hit with "
         "no text")
+
+
+class SearchState(TypedDict, total=False):
+    question: str
+    search_results: str
+    answer: str
+
+
+def test_a_state_key_the_app_names_holds_the_contexts(monitor, sink, monkeypatch):
+    """"search_results" is no word groundtrace knows: named with context_keys= (or GROUNDTRACE_CONTEXT_KEYS), the
+    graph's text under it is the record's contexts."""
+    from groundtrace.capture import carried
+
+    monkeypatch.setattr(carried, "_named_by_app", set())  # process-wide: this test's names only
+    monkeypatch.setattr(carried, "_NAMES", {})
+    llm = model()
+
+    def generate(state: SearchState) -> dict[str, str]:
+        return {"answer": llm.invoke(f"Context:\n{state['search_results']}\n\nQuestion: {state['question']}").content}
+
+    app = graph(SearchState, lambda state: {"search_results": search_text(state["question"])}, generate)
+    app.invoke({"question": QUESTION}, config={"callbacks": [GroundtraceCallbackHandler(monitor=monitor)]})
+    assert monitor.flush(10) and sink.records == []  # not a context-like word: no record, said at WARNING
+    app.invoke({"question": QUESTION}, config={"callbacks": [
+        GroundtraceCallbackHandler(monitor=monitor, context_keys=["search_results"])]})
+    record = only_record(monitor, sink)
+    assert (record.contexts, record.metadata["contexts_from"]) == ([JOINED], "output 'search_results' of 'LangGraph'")
+
+
+def test_the_environment_names_context_keys_too(monkeypatch):
+    from groundtrace.capture import carried
+
+    monkeypatch.setattr(carried, "_named_by_app", set())
+    monkeypatch.setattr(carried, "_NAMES", {})
+    monkeypatch.setattr(carried, "_env_read", False)
+    monkeypatch.setenv("GROUNDTRACE_CONTEXT_KEYS", "search_results, hits")
+    assert carried.is_context_name("hits") and carried.is_context_name("search_results")
+    assert not carried.is_context_name("answers")

@@ -67,8 +67,26 @@ def name_words(name: str) -> list[str]:
     return [word.lower() for word in _WORDS.findall(name)]
 
 
+_named_by_app: set[str] = set()  # exact keys the application names as context-like (add_context_keys)
+_env_read = False
+
+
+def add_context_keys(names: Iterable[str]) -> None:
+    """Keys an application's state or prompt holds its contexts under, beyond CONTEXT_WORDS (``search_results``):
+    process-wide, as LangChain's and LlamaIndex's instrumentation is. From ``context_keys=`` on the handlers and
+    ``instrument()``, and GROUNDTRACE_CONTEXT_KEYS."""
+    _named_by_app.update(name.strip() for name in names if isinstance(name, str) and name.strip())
+    _NAMES.clear()  # the keys outputs have had are asked again
+
+
 def is_context_name(name: Any) -> bool:
-    return isinstance(name, str) and _context_name(name)
+    global _env_read
+    if not _env_read:  # once: the environment's keys join those given in code
+        _env_read = True
+        from groundtrace.config import context_keys
+
+        add_context_keys(context_keys())
+    return isinstance(name, str) and (name in _named_by_app or _context_name(name))
 
 
 @functools.lru_cache(maxsize=4096)

@@ -19,7 +19,7 @@ from groundtrace.capture.kit import end_request_span, prepare_shared_capture, sh
 from groundtrace.config import Settings
 from groundtrace.monitor import Monitor, check_sample_rate
 from groundtrace.privacy import Mask, load_mask
-from groundtrace.capture.carried import NOT_ITEMS, may_carry_output, prompt_variables
+from groundtrace.capture.carried import NOT_ITEMS, add_context_keys, may_carry_output, prompt_variables
 from groundtrace.capture.explicit import claim_for_framework
 from groundtrace.capture.marked import PENDING, Retrieved, current_turn, has_pending, register_finder, take_pending
 from groundtrace.capture.session import current_session
@@ -53,7 +53,9 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
     shared), which applies it in its worker, off the request path, before its own mask
     (GROUNDTRACE_MASK) and before any metric or sink sees the text (see groundtrace.privacy).
     ``include_tools`` (only these tool names) and ``exclude_tools`` choose whose outputs may be
-    contexts (a retriever tool's documents follow their tool).
+    contexts (a retriever tool's documents follow their tool). ``context_keys`` names keys of a state or a
+    prompt's variables that hold contexts beyond the words groundtrace knows (``["search_results"]``; process-wide,
+    as GROUNDTRACE_CONTEXT_KEYS).
     """
 
     # Our callbacks are O(1), thread-safe and never block: run them inline in async chains instead
@@ -78,8 +80,11 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
         mask: Mask | None = None,
         include_tools: Iterable[str] | None = None,
         exclude_tools: Iterable[str] | None = None,
+        context_keys: Iterable[str] | None = None,
         **monitor_options: Any,
     ) -> None:
+        if context_keys is not None:  # process-wide, as the words groundtrace knows are (GROUNDTRACE_CONTEXT_KEYS too)
+            add_context_keys(context_keys)
         builds_monitor = metrics is not None or sinks is not None or bool(monitor_options)
         if monitor is not None and builds_monitor:
             raise ValueError("pass either monitor= or the options to build one (metrics, sinks, ...), not both")
