@@ -45,3 +45,15 @@ def test_after_the_program_version_is_the_program_s_own_argument() -> None:
                           capture_output=True, text=True, timeout=120)
     assert seen.returncode == 0, seen.stderr
     assert seen.stdout.splitlines()[-1] == "['--version']"
+
+
+def test_version_is_a_plain_flag_and_fit_says_the_metrics_it_combines_by_default():
+    """--help shows what the code does: --version takes no value; fit's -m default is the list fit uses."""
+    import re
+
+    from groundtrace.cli.fit import DEFAULT_COMPONENTS
+
+    root = " ".join(CliRunner().invoke(app, ["--help"]).output.split())
+    assert re.search(r"--version\s+Print the version and exit", root)
+    fit = " ".join(CliRunner().invoke(app, ["fit", "--help"]).output.replace("│", " ").split())
+    assert f"none: {', '.join(DEFAULT_COMPONENTS)}." in fit

@@ -102,7 +102,7 @@ def show_version(value: bool) -> None:
 
 @app.callback()
 def root(
-    version: Annotated[bool, typer.Option("--version", callback=show_version, is_eager=True,
+    version: Annotated[bool, typer.Option("--version", callback=show_version, is_eager=True, metavar="",
                                           help="Print the version and exit.")] = False,
 ) -> None:
     pass

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from groundtrace._extras import require_extra
-from groundtrace.cli.common import MetricsOption, OptionsOption, SchemaOption, console, fmt, out, parse_options, progress_bar, shown
+from groundtrace.cli.common import OptionsOption, SchemaOption, console, fmt, metric_names, out, parse_options, progress_bar, shown
 from groundtrace.cli.labelled_input import (
     AboveOption,
     BelowOption,
@@ -24,6 +24,13 @@ from groundtrace.cli.labelled_input import (
 
 DEFAULT_COMPONENTS = ["grounding", "lexical", "facts"]
 DEFAULT_OUT = Path("groundtrace-verdict.json")
+# fit's own: with none named it combines the offline signals, not the scoring default
+FitMetricsOption = Annotated[
+    Optional[list[str]],
+    typer.Option("--metrics", "-m", callback=metric_names,
+                 help=f"The metrics the verdict combines, comma-separated or repeated (-m grounding -m facts); none: "
+                      f"{', '.join(DEFAULT_COMPONENTS)}."),
+]
 
 
 def fit_command(
@@ -35,7 +42,7 @@ def fit_command(
     label_below: BelowOption = None,
     label_above: AboveOption = None,
     source_option: SourceOptionOption = None,
-    metrics: MetricsOption = None,
+    metrics: FitMetricsOption = None,
     target: Annotated[str, typer.Option(help="What the threshold is chosen for: balanced_accuracy (default: it does not move with the share of unsupported answers), mcc, f1, cost=FN:FP (e.g. cost=5:1: a missed unsupported answer costs 5 false flags), precision>=P, recall>=R or rate=SHARE (the share flagged).")] = "balanced_accuracy",
     output: Annotated[Path, typer.Option("--out", "-o", help="Where to write the verdict file.")] = DEFAULT_OUT,
     scores: Annotated[Optional[Path], typer.Option(help="A `groundtrace score -o` file of the same records: metrics it holds are not scored again.")] = None,
