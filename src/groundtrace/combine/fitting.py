@@ -215,6 +215,23 @@ def mcc(tp: int, fp: int, fn: int, tn: int) -> float:
     return (tp * tn - fp * fn) / denominator if denominator else 0.0
 
 
+def weaker_than_alone(combined: Measured, alone: Sequence[Measured], target: Target) -> str | None:
+    """Said when one metric alone beats the combination out of fold, by the target's own figure (AUC for a cost,
+    precision, recall or rate target): the verdict would be a step back from that metric."""
+    key = target.kind if target.kind in ("f1", "balanced_accuracy", "mcc") else "auc"
+    mine = combined.point.get(key)
+    rivals = [(m.point.get(key), m.name) for m in alone if m.point.get(key) is not None]
+    if mine is None or not rivals:
+        return None
+    best, name = max(rivals, key=lambda rival: float(rival[0] or 0.0))
+    if best is None or round(float(best), 3) <= round(float(mine), 3):
+        return None
+    label = {"f1": "F1", "balanced_accuracy": "balanced accuracy", "mcc": "MCC", "auc": "ROC AUC"}[key]
+    return (f"the combination's out-of-fold {label} ({float(mine):.3f}) is below {name} alone ({float(best):.3f}) on "
+            f"these labels: score with {name} alone (-m {name}; `groundtrace bench` picks its threshold), or label "
+            "more answers and fit again")
+
+
 @dataclass
 class Measured:
     """Figures of one scorer (the combination, or one metric alone) with bootstrap intervals."""
@@ -355,6 +372,8 @@ def fit(h: np.ndarray, y: np.ndarray, language: Sequence[str | None], groups: Se
     skewed = flag_share_warning(flagged_share, len(y), int(y.sum()), target)
     if skewed:
         warnings.append(skewed)
+    if (weaker := weaker_than_alone(combined, alone, target)) is not None:
+        warnings.append(weaker)
     curve, stable = learning_curve(x, y, lang, names, combined.point["auc"], learning_repeats, seed)
     cascade: Cascade | None = None
     cascade_curve: list[dict[str, Any]] = []
