@@ -119,6 +119,12 @@ def test_settings_come_from_the_environment(loopback, monkeypatch, record, groun
     monkeypatch.setenv("LANGSMITH_ENDPOINT", server.url)
     monkeypatch.setenv("LANGSMITH_API_KEY", API_KEY)
     monkeypatch.setenv("LANGSMITH_PROJECT", "from-env")
+    # the SDK reads its variables once per process (lru_caches): a test that runs after another LangSmith user
+    # would see that one's
+    from langsmith import utils as ls_utils
+
+    ls_utils.get_env_var.cache_clear()
+    ls_utils.get_tracer_project.cache_clear()
 
     sink_class("langsmith")().emit(record, [grounded])
 
