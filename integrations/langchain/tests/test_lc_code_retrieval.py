@@ -407,3 +407,15 @@ def test_the_environment_names_context_keys_too(monkeypatch):
     monkeypatch.setenv("GROUNDTRACE_CONTEXT_KEYS", "search_results, hits")
     assert carried.is_context_name("hits") and carried.is_context_name("search_results")
     assert not carried.is_context_name("answers")
+
+
+def test_instrument_takes_context_keys_too(monkeypatch):
+    from groundtrace.capture import carried
+
+    monkeypatch.setattr(carried, "_named_by_app", set())
+    monkeypatch.setattr(carried, "_NAMES", {})
+    instrument(metrics=["lexical"], sinks="none", context_keys=["search_hits"])
+    try:
+        assert carried.is_context_name("search_hits")
+    finally:
+        uninstrument()

@@ -118,3 +118,18 @@ def test_groundtrace_enabled_off_makes_instrument_a_no_op(monkeypatch, monitor):
     monkeypatch.setenv("GROUNDTRACE_ENABLED", "off")
     assert groundtrace_llamaindex.instrument(monitor=monitor) is None
     assert not groundtrace_llamaindex.is_instrumented()
+
+
+def test_instrument_names_context_keys_process_wide(monkeypatch):
+    from groundtrace.capture import carried
+
+    import groundtrace_llamaindex
+
+    monkeypatch.setattr(carried, "_named_by_app", set())
+    monkeypatch.setattr(carried, "_NAMES", {})
+    assert not carried.is_context_name("search_hits")
+    groundtrace_llamaindex.instrument(metrics=["lexical"], sinks="none", context_keys=["search_hits"])
+    try:
+        assert carried.is_context_name("search_hits")
+    finally:
+        groundtrace_llamaindex.uninstrument()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from groundtrace.capture.carried import add_context_keys
 from groundtrace.capture.kit import Instrumentor
 from groundtrace.monitor import Monitor
 
@@ -76,8 +77,13 @@ def instrument(**options: Any) -> Monitor | None:
     ``exclude_tools`` (tool names whose outputs may, or may not, be contexts). A second call returns
     the Monitor already in use. Returns None, doing nothing,
     when ``GROUNDTRACE_ENABLED`` is set to a false value (0/false/no/off). See
-    ``groundtrace.capture.Instrumentor`` for who closes the Monitor.
+    ``groundtrace.capture.Instrumentor`` for who closes the Monitor. ``context_keys``: keys of a state or a
+    prompt's variables that hold contexts beyond the words groundtrace knows (process-wide, as
+    GROUNDTRACE_CONTEXT_KEYS).
     """
+    context_keys = options.pop("context_keys", None)
+    if context_keys is not None:
+        add_context_keys(context_keys)
     return _instrumentor.instrument(**options)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from groundtrace.capture.carried import add_context_keys
 from groundtrace.capture.kit import Instrumentor
 from groundtrace.monitor import Monitor
 from groundtrace.privacy import Mask
@@ -65,7 +66,7 @@ def tool_names(option: str, names: Iterable[str] | None) -> list[str] | None:
 
 def instrument(metrics: Any = None, sinks: Any = None, monitor: Monitor | None = None, mask: Mask | None = None,
                include_tools: Iterable[str] | None = None, exclude_tools: Iterable[str] | None = None,
-               **monitor_options: Any) -> Monitor | None:
+               context_keys: Iterable[str] | None = None, **monitor_options: Any) -> Monitor | None:
     """Score every LlamaIndex query and chat of this process; returns the Monitor that scores them.
 
     ``monitor``: an existing Monitor (its owner closes it). Otherwise ``metrics``, ``sinks`` and
@@ -77,8 +78,12 @@ def instrument(metrics: Any = None, sinks: Any = None, monitor: Monitor | None =
     nothing and returns the Monitor in use: call uninstrument() first to change the setup. Returns
     None, doing nothing, when ``GROUNDTRACE_ENABLED`` is set to a false value (0/false/no/off).
     ``include_tools`` / ``exclude_tools``: tool names whose outputs may (only these) / may not be
-    contexts (an agent's clock or calculator, say); a list, checked here.
+    contexts (an agent's clock or calculator, say); a list, checked here. ``context_keys``: keys of a prompt's
+    variables or a workflow's output that hold contexts beyond the words groundtrace knows (process-wide, as
+    GROUNDTRACE_CONTEXT_KEYS).
     """
+    if context_keys is not None:
+        add_context_keys(context_keys)
     include, exclude = tool_names("include_tools", include_tools), tool_names("exclude_tools", exclude_tools)
     hooks: dict[str, Any] = {} if mask is None else {"mask": mask}
     if include is not None or exclude is not None:
