@@ -77,23 +77,56 @@ def claim_for_framework() -> None:
 
 def answer_text(value: Any) -> str | None:
     """An answer in the shapes functions return: a string, a chat message or completion (``.content``,
-    ``.text``, OpenAI's ``choices[0].message.content``), a dict's answer/output/response/result/text."""
+    ``.text``, ``.output_text``), a dict's answer/output/response/result/text, and the providers' bodies as SDK
+    objects or raw JSON: OpenAI chat completions (``choices[0].message.content``) and responses (``output`` messages'
+    ``output_text`` parts), Anthropic messages (``content`` blocks' ``text``), Gemini (``candidates[0].content.parts``)."""
     if isinstance(value, str):
         return value
     if isinstance(value, Mapping):
-        for key in ("answer", "output", "response", "result", "text", "content"):
+        for key in ("answer", "output", "response", "result", "text", "content", "output_text"):
             if isinstance(value.get(key), str):
                 return value[key]
-        return None
-    for attribute in ("content", "text", "response"):
+        return _provider_text(value)
+    for attribute in ("content", "text", "response", "output_text"):
         found = getattr(value, attribute, None)
         if isinstance(found, str):
             return found
-    choices = getattr(value, "choices", None)
-    if isinstance(choices, (list, tuple)) and choices:
-        message = getattr(choices[0], "message", None)
-        content = getattr(message, "content", None)
-        return content if isinstance(content, str) else None
+    return _provider_text(value)
+
+
+def _field(value: Any, name: str) -> Any:
+    return value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
+
+
+def _first(value: Any) -> Any:
+    return value[0] if isinstance(value, (list, tuple)) and value else None
+
+
+def _block_texts(blocks: Any) -> str | None:
+    """The text of a list of content blocks (Anthropic's ``{"type": "text", "text"}``, OpenAI responses'
+    ``output_text`` parts, Gemini's parts), joined; None when none has text."""
+    if not isinstance(blocks, (list, tuple)):
+        return None
+    texts = [text for block in blocks if isinstance(text := _field(block, "text"), str)]
+    return "".join(texts) if texts else None
+
+
+def _provider_text(value: Any) -> str | None:
+    message = _field(_first(_field(value, "choices")), "message")  # OpenAI chat completions
+    if message is not None:
+        content = _field(message, "content")
+        return content if isinstance(content, str) else _block_texts(content)
+    candidate = _first(_field(value, "candidates"))  # Gemini
+    if candidate is not None:
+        return _block_texts(_field(_field(candidate, "content"), "parts"))
+    content = _field(value, "content")  # Anthropic messages
+    if isinstance(content, (list, tuple)):
+        return _block_texts(content)
+    output = _field(value, "output")  # OpenAI responses: the message items' parts
+    if isinstance(output, (list, tuple)):
+        texts = [text for item in output if _field(item, "type") == "message"
+                 and (text := _block_texts(_field(item, "content")))]
+        return "".join(texts) if texts else None
     return None
 
 
