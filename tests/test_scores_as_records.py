@@ -50,3 +50,28 @@ def test_score_and_bench_read_the_default_store_and_report_opens_it_with_no_path
     assert "lexical" in bench.output
     report = runner.invoke(app, ["report"])
     assert report.exit_code == 0 and "groundtrace-scores.html: 6 records" in report.output
+
+
+def test_fit_on_a_scores_file_reuses_its_scores_instead_of_scoring_again(tmp_path):
+    """The stored lexical values separate the labels perfectly (values lexical itself would never give these
+    answers): fit's figures for lexical alone are those of the stored values, so nothing was scored again."""
+    import pytest
+
+    pytest.importorskip("sklearn")
+    rows, labels = [], []
+    for i in range(40):
+        made_up = i % 2 == 1
+        record = Record(id=f"r{i}", question="When does the museum open?", contexts=[CONTEXT], answer="It opens at 9 am.")
+        stored = Score(metric="lexical", value=0.1 if made_up else 0.9, higher_is_better=True, threshold=0.5,
+                       hallucinated=made_up)
+        rows.append(ScoredRecord(record=record, scores=[stored]).model_dump_json() + "\n")
+        labels.append(json.dumps({"id": f"r{i}", "label": "unsupported" if made_up else "supported"}) + "\n")
+    scores, labels_path = tmp_path / "scores.jsonl", tmp_path / "labels.jsonl"
+    scores.write_text("".join(rows), encoding="utf-8")
+    labels_path.write_text("".join(labels), encoding="utf-8")
+    fitted = CliRunner().invoke(app, ["fit", str(scores), "--labels", str(labels_path), "-m", "lexical",
+                                      "-o", str(tmp_path / "verdict.json"), "--json"])
+    assert fitted.exit_code == 0, fitted.output
+    report = json.loads(fitted.stdout[fitted.stdout.index("{"):])
+    [alone] = report["alone"]
+    assert (alone["name"], alone["auc"]) == ("lexical", 1.0)  # the same answer everywhere: lexical would give 0.5

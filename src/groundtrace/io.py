@@ -55,6 +55,22 @@ def read_jsonl(path: str | Path) -> Iterator[dict[str, Any] | InvalidInput]:
             yield scored_record_row(value)
 
 
+def is_scores_file(path: str | Path | None) -> bool:
+    """Whether ``path`` is one of groundtrace's scores files (its first line a scored record), so its stored
+    scores can be reused instead of scored again."""
+    if path is None or str(path) == "-" or is_parquet(path) or is_csv(path) or not Path(path).is_file():
+        return False
+    with open(path, "rb") as handle:
+        for raw in handle:
+            if raw.strip(_BLANK):
+                try:
+                    row = json.loads(raw)
+                except ValueError:
+                    return False
+                return isinstance(row, dict) and scored_record_row(row) is not row
+    return False
+
+
 def scored_record_row(row: dict[str, Any]) -> dict[str, Any]:
     """A line of groundtrace's own scores files (the default store, ``score -o``, a backfill: ``{"id", "record",
     "scores"}``) as the record it scored, its id kept; any other row as it is. So every command that reads

@@ -60,6 +60,7 @@ def fit_command(
 
     from groundtrace.combine.fitting import Target, fit
     from groundtrace.combine.labels import fit_inputs, metric_scores, read_scored
+    from groundtrace.io import is_scores_file
     from groundtrace.provenance import records_sha256
 
     names = metrics or DEFAULT_COMPONENTS
@@ -79,6 +80,8 @@ def fit_command(
                 task = progress.add_task(name, total=total)
                 return lambda: progress.advance(task)
 
+            if scores is None and not option and is_scores_file(input_path):
+                scores = input_path  # a scores file's own scores are reused: only what it lacks is scored here
             scored = read_scored(scores) if scores is not None else None
             found = metric_scores(items, [*names, *([escalate] if escalate else [])], options, scored, tick)
         costly = found.pop(escalate) if escalate else None
