@@ -1,4 +1,4 @@
-"""The queue's order (near a threshold, then flagged, then the rest), its filters and the progress toward a fit."""
+"""The queue's order (nearest a threshold first, the two sides in turn), its filters and the progress toward a fit."""
 
 from __future__ import annotations
 
@@ -11,12 +11,14 @@ def ids(items) -> list[str]:
     return [item.id for item in items]
 
 
-def test_the_band_around_the_threshold_comes_first_then_the_flagged_then_the_rest() -> None:
+def test_the_nearest_and_the_farthest_of_each_side_in_turn() -> None:
     rows = [row("far-pass", 0.95), row("flag-sure", 0.05), row("near-below", 0.35), row("near-above", 0.42),
-            row("flag-less-sure", 0.25), row("pass", 0.7)]
-    # threshold 0.4, band 0.1: 0.42 (0.02 away) and 0.35 (0.05) are near; then the flagged by confidence:
-    # 0.05 (hallucination score 0.95) before 0.25 (0.75); then the rest in file order
-    assert ids(queue(rows, Filters(), {})) == ["near-above", "near-below", "flag-sure", "flag-less-sure", "far-pass", "pass"]
+            row("flag-less-sure", 0.25), row("pass", 0.7), row("pass-too", 0.8)]
+    # threshold 0.4 (below it: flagged). Passed side by distance: 0.42 (0.02), 0.7 (0.30), 0.8 (0.40), 0.95 (0.55);
+    # flagged side: 0.35 (0.05), 0.25 (0.15), 0.05 (0.35). Four lanes in turn, the side with the nearer head first:
+    # nearest passed, nearest flagged, farthest passed, farthest flagged; then again, skipping what was taken
+    assert ids(queue(rows, Filters(), {})) == ["near-above", "near-below", "far-pass", "flag-sure", "pass",
+                                               "flag-less-sure", "pass-too"]
 
 
 def test_filters_narrow_the_queue() -> None:

@@ -1,9 +1,11 @@
 """What a reviewer sees next: scored records ordered by what most needs a human, filtered, with progress.
 
-The order: records with a value in the band around a metric's threshold first (nearest first: the
-verdicts a person most often overturns), then the flagged ones (most confident first), then the rest.
-Decided records keep their place; the app starts at the first undecided one, so a reopened session
-resumes where it stopped.
+The order takes four lanes in turn: the flagged and the passed answers nearest a metric's threshold (the
+verdicts a person most often overturns), and the farthest of each side (most likely what their side says), so
+the labels hold both kinds from the start and reach what ``fit`` needs (30, 8 of each) soonest
+(benchmarks/review_queue.py); records with no value to place (errors, metrics without a threshold) last, in the
+file's order. Decided records keep their place;
+the app starts at the first undecided one, so a reopened session resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -80,7 +82,36 @@ def item_of(row: ScoredRecord, position: int, metric: str = "") -> Item:
 def ordered(rows: Sequence[ScoredRecord], metric: str = "") -> list[Item]:
     """Every record, in the queue's order (stable: ties keep the file's order)."""
     items = [item_of(row, i, metric) for i, row in enumerate(rows)]
-    return sorted(items, key=lambda item: (item.tier, item.distance))
+    sides: tuple[list[tuple[float, int, Item]], list[tuple[float, int, Item]]] = ([], [])
+    unplaced = []
+    for position, item in enumerate(items):
+        considered = [item.scores[metric]] if metric in item.scores else ([] if metric else list(item.scores.values()))
+        placed = [(abs(s.value - s.threshold), bool(s.hallucinated)) for s in considered
+                  if s.ok and s.value is not None and s.threshold is not None]
+        if not placed:
+            unplaced.append(item)
+            continue
+        distance, flagged = min(placed)
+        sides[0 if flagged else 1].append((distance, position, item))
+    flagged, passed = (sorted(side, key=lambda entry: (entry[0], entry[1])) for side in sides)
+    # four lanes taken in turn: the nearest flagged and passed (the verdicts most often overturned), and the
+    # farthest of each (most likely what their side says): both kinds of label from the first few
+    lanes = [[e[2] for e in flagged], [e[2] for e in passed], [e[2] for e in reversed(flagged)],
+             [e[2] for e in reversed(passed)]]
+    if passed and (not flagged or passed[0][:2] < flagged[0][:2]):  # the side whose nearest is nearer starts
+        lanes = [lanes[1], lanes[0], lanes[3], lanes[2]]
+    taken: set[int] = set()
+    order: list[Item] = []
+    heads = [0, 0, 0, 0]
+    while len(order) < len(flagged) + len(passed):
+        for lane, items_of_lane in enumerate(lanes):
+            while heads[lane] < len(items_of_lane) and id(items_of_lane[heads[lane]]) in taken:
+                heads[lane] += 1
+            if heads[lane] < len(items_of_lane):
+                chosen = items_of_lane[heads[lane]]
+                taken.add(id(chosen))
+                order.append(chosen)
+    return order + unplaced
 
 
 def matches(item: Item, filters: Filters, decisions: Mapping[str, Decision]) -> bool:
