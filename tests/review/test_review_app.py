@@ -106,9 +106,21 @@ def test_fit_runs_on_what_is_labelled(tmp_path) -> None:
     assert len(read_decisions(labels)) == 40
 
     done = client.post("/api/fit", headers=token).json()
-    assert done["ok"], done["output"]
+    assert done["ok"], done.get("output")
     assert done["labelled"] == 40
-    assert "fit: 40 records" in done["output"] and "lexical alone" in done["output"]
+    assert [row["scorer"] for row in done["rows"]] == ["combined", "lexical alone"]
+    assert all(0.0 <= row["auc"] <= 1.0 for row in done["rows"])
+    # saved beside the labels file, with the one setting that applies it
+    assert done["verdict"] == str(tmp_path / "labels.verdict.json") and (tmp_path / "labels.verdict.json").exists()
+    assert done["use"] == f"GROUNDTRACE_VERDICT_FILE={tmp_path / 'labels.verdict.json'}"
+
+
+def test_fit_with_too_few_labels_says_why(tmp_path) -> None:
+    pytest.importorskip("sklearn")
+    client, token = client_for(Review(many(12), tmp_path / "labels.jsonl"))
+    client.post("/api/label", json={"id": "r000", "label": "unsupported"}, headers=token)
+    done = client.post("/api/fit", headers=token).json()
+    assert not done["ok"] and "error" in done["output"]
 
 
 def test_the_rates_page_draws_the_shared_views_over_the_labels_decided_so_far(tmp_path) -> None:

@@ -100,12 +100,20 @@ class Review:
         """The 0/1 labels of this file's records, as the shared views and ``fit --labels`` read them."""
         return {key: label for key, label in read_labels(self.labels_path).items() if key in self.by_id}
 
+    @property
+    def verdict_path(self) -> Path:
+        """Where the fit button saves its verdict: beside the labels file (scores.labels.jsonl -> scores.verdict.json)."""
+        stem = self.labels_path.name.removesuffix(".jsonl").removesuffix(".labels")
+        return self.labels_path.with_name(f"{stem}.verdict.json")
+
     def fit(self) -> dict[str, Any]:
-        """``groundtrace fit`` on the labelled records (the scores already in the file are reused): its table."""
+        """``groundtrace fit`` on the labelled records (the scores already in the file are reused): its figures as
+        rows for the page's table, its warnings, and the verdict saved beside the labels file."""
         decisions = self.decisions()
         metrics = sorted({score.metric for row in self.rows for score in row.scores if score.ok})
+        verdict = self.verdict_path
         with tempfile.TemporaryDirectory(prefix="groundtrace-review-fit-") as folder:
-            labelled, scores, verdict = (Path(folder) / name for name in ("labelled.jsonl", "scores.jsonl", "verdict.json"))
+            labelled, scores = (Path(folder) / name for name in ("labelled.jsonl", "scores.jsonl"))
             kept = 0
             with open(labelled, "w", encoding="utf-8") as records, open(scores, "w", encoding="utf-8") as scored:
                 for item in self.items:
@@ -119,15 +127,21 @@ class Review:
                                              ensure_ascii=False) + "\n")
                     scored.write(item.row.model_copy(update={"id": item.id}).model_dump_json() + "\n")
             command = [sys.executable, "-m", "groundtrace.cli", "fit", str(labelled), "--scores", str(scores),
-                       "-o", str(verdict), *(f"--metrics={m}" for m in metrics)]
+                       "-o", str(verdict), "--json", *(f"--metrics={m}" for m in metrics)]
             environment = {**os.environ, "NO_COLOR": "1", "COLUMNS": "140", "TERM": "dumb"}
             try:
                 done = subprocess.run(command, capture_output=True, text=True, timeout=FIT_TIMEOUT_S, env=environment,
                                       check=False)
             except subprocess.TimeoutExpired:
                 return {"ok": False, "labelled": kept, "output": f"fit ran past {FIT_TIMEOUT_S} s and was stopped"}
-            return {"ok": done.returncode == 0, "labelled": kept, "command": "groundtrace fit LABELLED --scores SCORES",
-                    "output": (done.stdout + done.stderr).strip()}
+        if done.returncode != 0:  # fit's own words: too few labels, a missing extra
+            return {"ok": False, "labelled": kept, "output": (done.stdout + done.stderr).strip()}
+        report = json.loads(done.stdout[done.stdout.index("{"):])
+        columns = ("auc", "f1", "precision", "recall", "balanced_accuracy", "flagged_rate")
+        rows = [{"scorer": "combined" if m is report["combined"] else f"{m['name']} alone", **{c: m.get(c) for c in columns}}
+                for m in (report["combined"], *report["alone"])]
+        return {"ok": True, "labelled": kept, "verdict": str(verdict), "threshold": report["threshold"], "rows": rows,
+                "warnings": report.get("warnings", []), "use": f"GROUNDTRACE_VERDICT_FILE={verdict}"}
 
 
 def _score_json(score: Score) -> dict[str, Any]:

@@ -91,8 +91,8 @@ def ordered(rows: Sequence[ScoredRecord], metric: str = "") -> list[Item]:
         if not placed:
             unplaced.append(item)
             continue
-        distance, flagged = min(placed)
-        sides[0 if flagged else 1].append((distance, position, item))
+        distance, is_flagged = min(placed)
+        sides[0 if is_flagged else 1].append((distance, position, item))
     flagged, passed = (sorted(side, key=lambda entry: (entry[0], entry[1])) for side in sides)
     # four lanes taken in turn: the nearest flagged and passed (the verdicts most often overturned), and the
     # farthest of each (most likely what their side says): both kinds of label from the first few
