@@ -126,7 +126,7 @@ def test_a_line_that_is_not_a_scored_record_is_skipped_with_a_word(tmp_path):
 
 def test_a_torn_line_in_the_middle_is_skipped_by_report_review_and_fit_with_its_true_line_number(tmp_path):
     """Line 2 of 3 cut short (a crash): every reader keeps lines 1 and 3, names line 2, quotes nothing of it."""
-    from groundtrace.combine.labels import read_scored as scores_by_id
+    from groundtrace.combine.labels import scores_by_id
     from groundtrace.io import read_scored
 
     path = tmp_path / "scores.jsonl"
@@ -135,7 +135,7 @@ def test_a_torn_line_in_the_middle_is_skipped_by_report_review_and_fit_with_its_
     skipped: list[str] = []
     assert [row.id for row in read_scored(path, skipped)] == ["r1", "r3"]
     assert skipped == ["line 2: not valid JSON (EOF while parsing a value)"]
-    assert list(scores_by_id(path)) == ["r1", "r3"]
+    assert list(scores_by_id(read_scored(path))) == ["r1", "r3"]
     report = CliRunner().invoke(app, ["report", str(path), "-o", str(tmp_path / "page.html")])
     assert report.exit_code == 0 and "wrote" in report.output and "2 records" in report.output
     assert watch(str(path), "--no-follow").stdout == BLOCK_1 + BLOCK_3

@@ -59,8 +59,8 @@ def fit_command(
     import numpy as np
 
     from groundtrace.combine.fitting import Target, fit
-    from groundtrace.combine.labels import fit_inputs, metric_scores, read_scored
-    from groundtrace.io import is_scores_file
+    from groundtrace.combine.labels import fit_inputs, metric_scores, scores_by_id
+    from groundtrace.io import is_scores_file, read_scored
     from groundtrace.provenance import records_sha256
 
     names = metrics or DEFAULT_COMPONENTS
@@ -82,7 +82,7 @@ def fit_command(
 
             if scores is None and not option and is_scores_file(input_path):
                 scores = input_path  # a scores file's own scores are reused: only what it lacks is scored here
-            scored = read_scored(scores) if scores is not None else None
+            scored = scores_by_id(read_scored(scores)) if scores is not None else None
             found = metric_scores(items, [*names, *([escalate] if escalate else [])], options, scored, tick)
         costly = found.pop(escalate) if escalate else None
         inputs = fit_inputs(items, found, group)

@@ -3,16 +3,15 @@ from a ``groundtrace score -o`` file of the same records), the records' language
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from groundtrace.bench import Labelled, score_all
 from groundtrace.metrics import get_metric
-from groundtrace.score import Score
+from groundtrace.score import Score, ScoredRecord
 from groundtrace.text.lang import guess_language
 
 
@@ -25,12 +24,9 @@ class FitInputs:
     scores: dict[str, list[Score]]  # by metric, in record order
 
 
-def read_scored(path: str | Path) -> dict[str, dict[str, Score]]:
-    """A scores file (``groundtrace score -o``, the default store): record id -> metric -> Score; a line that is
-    not a scored record is skipped and said (groundtrace.io.read_scored)."""
-    from groundtrace.io import read_scored as scored_rows
-
-    return {str(row.id): {score.metric: score for score in row.scores} for row in scored_rows(path)}
+def scores_by_id(rows: Iterable[ScoredRecord]) -> dict[str, dict[str, Score]]:
+    """Scored records (a scores file read by groundtrace.io.read_scored): record id -> metric -> Score."""
+    return {str(row.id): {score.metric: score for score in row.scores} for row in rows}
 
 
 def metric_scores(items: Sequence[Labelled], names: Sequence[str], options: Mapping[str, Mapping[str, Any]],
