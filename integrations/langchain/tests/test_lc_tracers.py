@@ -257,13 +257,19 @@ def test_langfuse_callback_traces_each_request_once_and_the_scores_name_its_trac
         "faithful": ("BOOLEAN", 1.0), "contradicting": ("BOOLEAN", 0.0), "made_up": ("BOOLEAN", 0.0)}
 
 
-def test_openllmetry_traces_each_request_once_and_the_scores_sit_on_its_root_span(global_tracer_provider):
+def test_openllmetry_traces_each_request_once_and_the_scores_sit_on_its_root_span(global_tracer_provider, monkeypatch):
     """OpenLLMetry's LangChain instrumentor (opentelemetry-instrumentation-langchain) adds its callback to every
     callback manager and makes its spans current; groundtrace's handler, first in the list, sees none at the root's
     start and finds the root's span in the callback's own map."""
     pytest.importorskip("opentelemetry.instrumentation.langchain")
     from opentelemetry.instrumentation.langchain import LangchainInstrumentor
 
+    from langchain_core.callbacks import BaseCallbackManager
+
+    # OpenLLMetry 0.62.4's uninstrument() leaves BaseCallbackManager.__init__ wrapped (its handler in every later
+    # callback manager of the process): put the original back after this test. It leaves other wraps too, so this
+    # test stays the last of this directory's (the LlamaIndex tests after it use no LangChain callbacks)
+    monkeypatch.setattr(BaseCallbackManager, "__init__", BaseCallbackManager.__init__)
     provider, exporter = global_tracer_provider
     instrumentor = LangchainInstrumentor()
     instrumentor.instrument(tracer_provider=provider)

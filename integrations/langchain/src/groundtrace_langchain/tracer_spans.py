@@ -52,8 +52,19 @@ def _openllmetry(handler: Any, run_id: UUID) -> Any:
     return getattr(holder, "span", None)
 
 
-def _class_named(handler: Any, name: str) -> bool:
-    return any(klass.__name__ == name for klass in type(handler).__mro__)
+_TRACER_CLASSES = {"OpenInferenceTracer": "openinference", "TraceloopCallbackHandler": "openllmetry",
+                   "MlflowLangchainTracer": "mlflow"}
+_kinds: dict[type, str | None] = {}  # handler class -> which tracer it is (classes are few; asked once per root)
+
+
+def _kind(handler: Any) -> str | None:
+    kind_of = type(handler)
+    if kind_of not in _kinds:
+        named = next((_TRACER_CLASSES[k.__name__] for k in kind_of.__mro__ if k.__name__ in _TRACER_CLASSES), None)
+        if named is None and kind_of.__module__.startswith("langfuse.") and hasattr(handler, "_runs"):
+            named = "langfuse"
+        _kinds[kind_of] = named
+    return _kinds[kind_of]
 
 
 def _global_openinference_tracer() -> Any:
@@ -71,23 +82,24 @@ def tracer_spans(handlers: Iterable[Any], run_id: UUID) -> Found:
     if (global_tracer := _global_openinference_tracer()) is not None and global_tracer not in candidates:
         candidates.append(global_tracer)
     for handler in candidates:
-        if _class_named(handler, "OpenInferenceTracer"):
+        kind = _kind(handler)
+        if kind is None:  # most handlers: the application's own, groundtrace's
+            continue
+        if kind == "openinference":
             span = _openinference(handler, run_id)
-        elif _class_named(handler, "TraceloopCallbackHandler"):
+        elif kind == "openllmetry":
             span = _openllmetry(handler, run_id)
-        elif _class_named(handler, "MlflowLangchainTracer"):
+        elif kind == "mlflow":
             mapped = getattr(handler, "_run_span_mapping", {}).get(str(run_id))
             trace_id = getattr(getattr(mapped, "span", None), "trace_id", None)
             if isinstance(trace_id, str) and trace_id:
                 found.links[MLFLOW_LINK] = trace_id
             continue
-        elif type(handler).__module__.startswith("langfuse.") and hasattr(handler, "_runs"):
+        else:  # langfuse
             observation = getattr(handler, "_runs", {}).get(run_id)
             trace_id, span_id = getattr(observation, "trace_id", None), getattr(observation, "id", None)
             if isinstance(trace_id, str) and isinstance(span_id, str):
                 found.links[LANGFUSE_LINK] = f"{trace_id}/{span_id}"
-            continue
-        else:
             continue
         ids = otel_ids(span) if span is not None else None
         if ids is not None and found.ids is None:
