@@ -20,7 +20,9 @@ import numpy as np
 from groundtrace.bench import load_labelled
 from groundtrace.classification import confusion, roc_auc
 from groundtrace.combine.fitting import Target, features, fit, predict
-from groundtrace.combine.labels import fit_inputs, metric_scores, read_scored
+from groundtrace.combine.labels import fit_inputs, metric_scores
+from groundtrace.io import read_scored
+from groundtrace.score import scores_by_id
 from groundtrace.backends.verdict import VerdictModel
 from groundtrace.metrics.combined import DEFAULT_FILE
 from groundtrace.metrics.grounding import model_card
@@ -37,7 +39,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     items = load_labelled(args.labelled)
-    scored = read_scored(args.scores) if args.scores else None
+    scored = scores_by_id(read_scored(args.scores)) if args.scores else None
     inputs = fit_inputs(items, metric_scores(items, NAMES, {}, scored))
     h, y, lang = inputs.values, inputs.labels, np.array(inputs.languages)
     shipped = VerdictModel.load(DEFAULT_FILE)

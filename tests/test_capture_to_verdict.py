@@ -65,6 +65,7 @@ def test_capture_review_fit_bench_and_use_the_verdict_with_no_other_file(tmp_pat
     assert "GROUNDTRACE_VERDICT_FILE=verdict.json" in " ".join(fitted.output.split())
     bench = runner.invoke(app, ["bench", str(store), "--labels", str(labels), "-m", "lexical"])
     assert bench.exit_code == 0, bench.output
+    assert "lexical: 40 of 40 scores read from groundtrace-scores.jsonl" in " ".join(bench.output.split())
 
     monkeypatch.setenv("GROUNDTRACE_VERDICT_FILE", "verdict.json")  # the one setting fit's closing line names
     monkeypatch.setenv("GROUNDTRACE_JSONL_PATH", str(tmp_path / "again.jsonl"))

@@ -52,12 +52,9 @@ def test_score_and_bench_read_the_default_store_and_report_opens_it_with_no_path
     assert report.exit_code == 0 and "groundtrace-scores.html: 6 records" in report.output
 
 
-def test_fit_on_a_scores_file_reuses_its_scores_instead_of_scoring_again(tmp_path):
-    """The stored lexical values separate the labels perfectly (values lexical itself would never give these
-    answers): fit's figures for lexical alone are those of the stored values, so nothing was scored again."""
-    import pytest
-
-    pytest.importorskip("sklearn")
+def perfectly_stored(tmp_path):
+    """40 records with one answer, and stored lexical values that separate the labels perfectly: values lexical
+    itself would never give (the same answer everywhere scores the same)."""
     rows, labels = [], []
     for i in range(40):
         made_up = i % 2 == 1
@@ -69,9 +66,37 @@ def test_fit_on_a_scores_file_reuses_its_scores_instead_of_scoring_again(tmp_pat
     scores, labels_path = tmp_path / "scores.jsonl", tmp_path / "labels.jsonl"
     scores.write_text("".join(rows), encoding="utf-8")
     labels_path.write_text("".join(labels), encoding="utf-8")
+    return scores, labels_path
+
+
+def test_fit_on_a_scores_file_reuses_its_scores_instead_of_scoring_again(tmp_path):
+    """fit's figures for lexical alone are those of the stored values, so nothing was scored again."""
+    import pytest
+
+    pytest.importorskip("sklearn")
+    scores, labels_path = perfectly_stored(tmp_path)
     fitted = CliRunner().invoke(app, ["fit", str(scores), "--labels", str(labels_path), "-m", "lexical",
                                       "-o", str(tmp_path / "verdict.json"), "--json"])
     assert fitted.exit_code == 0, fitted.output
     report = json.loads(fitted.stdout[fitted.stdout.index("{"):])
     [alone] = report["alone"]
     assert (alone["name"], alone["auc"]) == ("lexical", 1.0)  # the same answer everywhere: lexical would give 0.5
+
+
+def test_bench_on_a_scores_file_reads_its_scores_and_rescore_scores_them_here(tmp_path):
+    scores, labels_path = perfectly_stored(tmp_path)
+    runner = CliRunner()
+    read = runner.invoke(app, ["bench", str(scores), "--labels", str(labels_path), "-m", "lexical", "--json"])
+    assert read.exit_code == 0, read.output
+    figures = json.loads(read.stdout[read.stdout.index("{"):])["lexical"]
+    assert (figures["auc"], figures["scores_read"], figures["records_per_s"]) == (1.0, 40, None)
+    table = runner.invoke(app, ["bench", str(scores), "--labels", str(labels_path), "-m", "lexical"])
+    assert "lexical: 40 of 40 scores read from scores.jsonl" in " ".join(table.output.split())
+    again = runner.invoke(app, ["bench", str(scores), "--labels", str(labels_path), "-m", "lexical", "--json", "--rescore"])
+    assert again.exit_code == 0, again.output
+    figures = json.loads(again.stdout[again.stdout.index("{"):])["lexical"]
+    assert (figures["auc"], figures["scores_read"]) == (0.5, 0)  # one answer, one value: no separation
+    assert figures["records_per_s"] > 0
+    options = runner.invoke(app, ["bench", str(scores), "--labels", str(labels_path), "-m", "lexical", "--json",
+                                  "-O", "lexical.bleu_weight=0.5"])
+    assert json.loads(options.stdout[options.stdout.index("{"):])["lexical"]["scores_read"] == 0  # another setting

@@ -126,7 +126,7 @@ def test_a_line_that_is_not_a_scored_record_is_skipped_with_a_word(tmp_path):
 
 def test_a_torn_line_in_the_middle_is_skipped_by_report_review_and_fit_with_its_true_line_number(tmp_path):
     """Line 2 of 3 cut short (a crash): every reader keeps lines 1 and 3, names line 2, quotes nothing of it."""
-    from groundtrace.combine.labels import scores_by_id
+    from groundtrace.score import scores_by_id
     from groundtrace.io import read_scored
 
     path = tmp_path / "scores.jsonl"

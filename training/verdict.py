@@ -51,7 +51,8 @@ from xe.examples import fold_of  # noqa: E402
 from groundtrace.bench import Labelled  # noqa: E402
 from groundtrace.classification import confusion, roc_auc  # noqa: E402
 from groundtrace.combine import fitting  # noqa: E402
-from groundtrace.combine.labels import fit_inputs, metric_scores, read_scored  # noqa: E402
+from groundtrace.combine.labels import fit_inputs, metric_scores  # noqa: E402
+from groundtrace.score import Score  # noqa: E402
 from groundtrace.backends.verdict import Component, LinearModel, VerdictModel  # noqa: E402
 from groundtrace.metrics.grounding import model_card  # noqa: E402
 from groundtrace.provenance import records_sha256  # noqa: E402
@@ -102,6 +103,12 @@ def sample(name: str, work: Path) -> Path:
     return target
 
 
+def _cached_scores(path: Path) -> dict[str, dict[str, Score]]:
+    """This script's score cache: a line per record, {"id", "scores"}."""
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return {str(row["id"]): {s["metric"]: Score(**s) for s in row["scores"]} for row in rows}
+
+
 class Set:
     def __init__(self, name: str, work: Path) -> None:
         path = sample(name, work)
@@ -109,7 +116,7 @@ class Set:
         self.name, self.rows = name, rows
         items = [Labelled(r, int(r["label"]), {}) for r in rows]
         cached = work / "scores" / f"{name}.jsonl"
-        scored = read_scored(cached) if cached.exists() else None
+        scored = _cached_scores(cached) if cached.exists() else None
         scores = metric_scores(items, NAMES, {}, scored)
         if scored is None:
             cached.parent.mkdir(parents=True, exist_ok=True)

@@ -105,6 +105,34 @@ def score_all(metric: Metric, items: Sequence[Labelled], progress: Callable[[], 
     return scores, time.perf_counter() - started
 
 
+def record_id(item: Labelled) -> str:
+    return str(item.raw.get("id") or "")
+
+
+@dataclass
+class Found:
+    """A metric's Scores of some records, in their order: ``read`` of them taken from a scores file, the rest
+    scored here in ``seconds`` (None when none was)."""
+    scores: list[Score]
+    read: int
+    seconds: float | None
+
+
+def scores_for(metric: Metric, items: Sequence[Labelled], stored: Mapping[str, Mapping[str, Score]] | None = None,
+               progress: Callable[[], None] | None = None, engine: Mapping[str, Any] | None = None,
+               options: Mapping[str, Any] | None = None) -> Found:
+    """``metric``'s Score of each item: the one ``stored`` holds for the record's id and the metric's name (a
+    scores file's, see :func:`groundtrace.score.scores_by_id`), else scored here (only those)."""
+    have: list[Score | None] = [(stored or {}).get(record_id(item), {}).get(metric.name) for item in items]
+    missing = [i for i, score in enumerate(have) if score is None]
+    seconds = None
+    if missing:
+        fresh, seconds = score_all(metric, [items[i] for i in missing], progress, engine, options)
+        for i, score in zip(missing, fresh, strict=True):
+            have[i] = score
+    return Found([score for score in have if score is not None], len(items) - len(missing), seconds)
+
+
 def oriented(scores: Sequence[Score]) -> np.ndarray:
     """Hallucination-oriented values (higher = more hallucinated); NaN marks a failed score."""
     return np.array([np.nan if s.hallucination_score is None else s.hallucination_score for s in scores])
@@ -153,7 +181,7 @@ class BenchResult:
     threshold: float
     threshold_source: str
     overall: Stats
-    records_per_s: float
+    records_per_s: float | None  # None when every score was read from a scores file
     latency_ms: dict[str, float]
     oracle: dict[str, float]
     groups: dict[str, Stats] = field(default_factory=dict)
@@ -163,6 +191,8 @@ class BenchResult:
     labels: list[int] = field(default_factory=list, repr=False)
     #: the training file of the metric this file is (see groundtrace.provenance): its numbers are in-sample
     trained_on: dict[str, str] | None = None
+    #: how many of the scores were read from a scores file rather than scored here
+    read: int = 0
 
     @property
     def in_sample(self) -> bool:
@@ -183,6 +213,7 @@ class BenchResult:
             "threshold_source": self.threshold_source,
             "higher_is_better": self.higher_is_better,
             "records_per_s": self.records_per_s,
+            "scores_read": self.read,
             "latency_ms": self.latency_ms,
             "oracle": self.oracle,
             "groups": {name: vars(stats) for name, stats in self.groups.items()},
@@ -219,6 +250,12 @@ def span_overlap(items: Sequence[Labelled], scores: Sequence[Score], predicted: 
     return {"precision": precision, "recall": recall, "f1": f1, "records": records}
 
 
+def _speed(scored: int, seconds: float | None) -> float | None:
+    if seconds is None:
+        return None
+    return scored / seconds if seconds > 0 else float("inf")
+
+
 def _predictions(metric: Metric, values: Sequence[float | None], threshold: float) -> np.ndarray:
     return np.array([v is not None and metric.verdict(v, threshold) for v in values])
 
@@ -232,10 +269,12 @@ def bench_metric(
     progress: Callable[[], None] | None = None,
     engine: Mapping[str, Any] | None = None,
     options: Mapping[str, Any] | None = None,
+    stored: Mapping[str, Mapping[str, Score]] | None = None,
 ) -> BenchResult:
     if threshold is None:
         threshold, threshold_source = metric.threshold, "metric default"
-    scores, seconds = score_all(metric, items, progress, engine, options)
+    found = scores_for(metric, items, stored, progress, engine, options)
+    scores = found.scores
     labels = np.array([i.label for i in items])
     h = oriented(scores)
     values = [s.value for s in scores]
@@ -256,7 +295,8 @@ def bench_metric(
         threshold=float(threshold),
         threshold_source=threshold_source or "given",
         overall=Stats.of(labels, h, predicted),
-        records_per_s=len(items) / seconds if seconds > 0 else float("inf"),
+        records_per_s=_speed(len(items) - found.read, found.seconds),
+        read=found.read,
         latency_ms={
             "mean": float(latencies.mean()) if len(latencies) else 0.0,
             "p50": float(np.percentile(latencies, 50)) if len(latencies) else 0.0,
@@ -284,6 +324,7 @@ def run_bench(
     schema: str | None = None,
     by: Sequence[str] = (),
     items: Sequence[Labelled] | None = None,
+    stored: Mapping[str, Mapping[str, Score]] | None = None,
 ) -> dict[str, BenchResult]:
     """Bench every metric on ``path``, or on ``items`` already labelled (records joined with a labels
     file, read from a platform with its human labels; ``path``, when given, is still the file they came
@@ -291,7 +332,9 @@ def run_bench(
     ``by``: row keys to break the figures down by besides task and language ('session': session_id).
     ``engine``: where the records are scored, as keywords of :func:`groundtrace.stream.score_stream`
     (e.g. ``{"engine": "ray", "actors": 2}``; default: this process). ``schema``: the layout of both
-    files (default: detected from each file's keys)."""
+    files (default: detected from each file's keys). ``stored``: Scores already computed, record id -> metric
+    name -> Score (:func:`groundtrace.score.scores_by_id` of a scores file): a metric given no options reuses
+    them and scores only the records they lack."""
     if threshold is not None and threshold_from is not None:
         raise ValueError("give either a threshold or a file to fit one on, not both")
     if items is None:
@@ -314,6 +357,7 @@ def run_bench(
             source = f"F1-optimal on {Path(threshold_from).name}"
         tick = progress(metric.name, len(items)) if progress else None
         results[metric.name] = bench_metric(metric, items, threshold=cut, threshold_source=source, progress=tick,
-                                            engine=engine, options=(options or {}).get(metric.name))
+                                            engine=engine, options=(options or {}).get(metric.name),
+                                            stored=None if (options or {}).get(metric.name) else stored)
         results[metric.name].trained_on = training_file(metric, digest) if digest else None
     return results

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -121,3 +122,8 @@ class ScoredRecord(BaseModel):
 
     def score(self, metric: str) -> Score | None:
         return next((s for s in self.scores if s.metric == metric), None)
+
+
+def scores_by_id(rows: Iterable[ScoredRecord]) -> dict[str, dict[str, Score]]:
+    """Scored records (a scores file read by groundtrace.io.read_scored): record id -> metric -> Score."""
+    return {str(row.id): {score.metric: score for score in row.scores} for row in rows}

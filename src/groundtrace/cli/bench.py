@@ -33,6 +33,7 @@ from groundtrace.cli.labelled_input import (
     LabelMapOption,
     LabelNameOption,
     LabelsOption,
+    RescoreOption,
     SourceOptionOption,
     read_labelled,
 )
@@ -48,6 +49,7 @@ def bench_command(
     label_above: AboveOption = None,
     source_option: SourceOptionOption = None,
     metrics: MetricsOption = None,
+    rescore: RescoreOption = False,
     threshold: Annotated[Optional[float], typer.Option(help="Threshold on the metric's own scale.")] = None,
     threshold_from: Annotated[
         Optional[Path], typer.Option("--threshold-from", help="Fit the F1-optimal threshold on this labelled file.")
@@ -79,7 +81,7 @@ def bench_command(
             results = run_bench(read.path, metrics or ["grounding"], threshold=threshold, threshold_from=threshold_from,
                                 options=parse_options(option), limit=limit, progress=tick,
                                 engine=engine_options(engine, address, actors, batch_size), schema=schema,
-                                by=by or (), items=read.items)
+                                by=by or (), items=read.items, stored=read.reused(parse_options(option), rescore))
         except (KeyError, ValueError, FileNotFoundError, ImportError, ConnectionError, RuntimeError) as error:
             console.print(f"[red]error:[/red] {shown(error)}", soft_wrap=True)  # one line, for grep
             raise typer.Exit(2) from None
@@ -105,6 +107,8 @@ def bench_command(
     for name, r in results.items():
         if r.trained_on:
             out.print(in_sample_line(name, r.trained_on), style="yellow", markup=False, soft_wrap=True)
+        if r.read:
+            out.print(f"{name}: {r.read} of {len(r.scores)} scores read from {read.name} (--rescore scores them here)")
         if _judge_cost(r.scores):
             out.print(f"{name}: judge {_judge_cost(r.scores)}")
         if r.spans:

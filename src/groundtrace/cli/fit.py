@@ -18,6 +18,7 @@ from groundtrace.cli.labelled_input import (
     LabelMapOption,
     LabelNameOption,
     LabelsOption,
+    RescoreOption,
     SourceOptionOption,
     read_labelled,
 )
@@ -45,7 +46,8 @@ def fit_command(
     metrics: FitMetricsOption = None,
     target: Annotated[str, typer.Option(help="What the threshold is chosen for: balanced_accuracy (default: it does not move with the share of unsupported answers), mcc, f1, cost=FN:FP (e.g. cost=5:1: a missed unsupported answer costs 5 false flags), precision>=P, recall>=R or rate=SHARE (the share flagged).")] = "balanced_accuracy",
     output: Annotated[Path, typer.Option("--out", "-o", help="Where to write the verdict file.")] = DEFAULT_OUT,
-    scores: Annotated[Optional[Path], typer.Option(help="A `groundtrace score -o` file of the same records: metrics it holds are not scored again.")] = None,
+    scores: Annotated[Optional[Path], typer.Option(help="A `groundtrace score -o` file of the same records: metrics it holds are not scored again (a scores file given as the records is read so by itself).")] = None,
+    rescore: RescoreOption = False,
     escalate: Annotated[Optional[str], typer.Option(help="A costly metric (a judge, a Hub detector) for the records the cheap ones are least sure of.")] = None,
     share: Annotated[float, typer.Option(help="With --escalate: the share of records sent to it.")] = 0.2,
     group: Annotated[Optional[str], typer.Option(help="Cross-validation groups (records of a group stay in one fold): a field or a dotted path such as meta.source_id. Default: meta.source_id or session_id where every record has one.")] = None,
@@ -59,8 +61,9 @@ def fit_command(
     import numpy as np
 
     from groundtrace.combine.fitting import Target, fit
-    from groundtrace.combine.labels import fit_inputs, metric_scores, scores_by_id
-    from groundtrace.io import is_scores_file, read_scored
+    from groundtrace.combine.labels import fit_inputs, metric_scores
+    from groundtrace.io import read_scored
+    from groundtrace.score import scores_by_id
     from groundtrace.provenance import records_sha256
 
     names = metrics or DEFAULT_COMPONENTS
@@ -80,9 +83,8 @@ def fit_command(
                 task = progress.add_task(name, total=total)
                 return lambda: progress.advance(task)
 
-            if scores is None and not option and is_scores_file(input_path):
-                scores = input_path  # a scores file's own scores are reused: only what it lacks is scored here
-            scored = scores_by_id(read_scored(scores)) if scores is not None else None
+            # a scores file's own scores are reused: only what it lacks is scored here
+            scored = scores_by_id(read_scored(scores)) if scores is not None else read.reused(options, rescore)
             found = metric_scores(items, [*names, *([escalate] if escalate else [])], options, scored, tick)
         costly = found.pop(escalate) if escalate else None
         inputs = fit_inputs(items, found, group)

@@ -15,6 +15,7 @@ from groundtrace.cli.common import json_or_text
 if TYPE_CHECKING:
     from groundtrace.bench import Labelled
     from groundtrace.labelled import LabelCount
+    from groundtrace.score import Score
 
 FromOption = Annotated[Optional[str], typer.Option(
     "--from", help="Read the records from a platform instead of a file: langsmith:PROJECT, langfuse[:PROJECT], "
@@ -35,6 +36,9 @@ BelowOption = Annotated[Optional[float], typer.Option(
 AboveOption = Annotated[Optional[float], typer.Option(
     "--label-unsupported-above", help="With --label-name: numbers above this are unsupported (a label where higher "
                                       "means worse, e.g. a hallucination rate), instead of --label-unsupported-below.")]
+RescoreOption = Annotated[bool, typer.Option(
+    "--rescore", help="Score every record here, even where the file (a scores file: the default store, "
+                      "`score -o` output) holds the metric's score already.")]
 SourceOptionOption = Annotated[Optional[list[str]], typer.Option(
     "--source-option", "-S", help="With --from: a source option as KEY=VALUE, e.g. tracking_uri=... (mlflow) or "
                                   "page_size=500 (repeatable).")]
@@ -46,6 +50,16 @@ class LabelledInput:
     name: str  # the file's name, or the source's spec: what the figures are of
     path: Path | None  # the records' file (None: a platform)
     count: LabelCount | None  # what a join kept and left out (None: labels in the file)
+    #: a scores file's own Scores, record id -> metric -> Score (None: the records hold none)
+    stored: dict[str, dict[str, Score]] | None = None
+
+    def reused(self, options: dict[str, Any], rescore: bool = False) -> dict[str, dict[str, Score]] | None:
+        """The stored Scores a bench or fit reuses: none when told to rescore, and none of a metric given options
+        (its stored scores are of another setting)."""
+        if rescore or self.stored is None:
+            return None
+        return {rid: {name: s for name, s in by_metric.items() if name not in options}
+                for rid, by_metric in self.stored.items()}
 
 
 def read_labelled(input_path: Path | None, source: str | None, labels: Path | None, label_name: str | None,
@@ -70,9 +84,9 @@ def read_labelled(input_path: Path | None, source: str | None, labels: Path | No
         assert input_path is not None
         if labels is None:
             return LabelledInput(load_labelled(input_path, limit=limit, schema=schema, by=by), input_path.name,
-                                 input_path, None)
+                                 input_path, None, _stored(input_path))
         items, count = labelled_from_file(input_path, labels, limit=limit, schema=schema, by=by)
-        return LabelledInput(items, input_path.name, input_path, count)
+        return LabelledInput(items, input_path.name, input_path, count, _stored(input_path))
     if schema is not None:
         raise ValueError("--schema is the layout of a file; a --from source has its own")
     if labels is not None and any(value is not None for value in (label_name, label_map, below, above)):
@@ -81,6 +95,13 @@ def read_labelled(input_path: Path | None, source: str | None, labels: Path | No
     items, count = labelled_from_source(source, label_name=label_name, label_map=mapping, labels_path=labels,
                                         limit=limit, by=by, source_options=source_options(source_option))
     return LabelledInput(items, source, None, count)
+
+
+def _stored(path: Path) -> dict[str, dict[str, Score]] | None:
+    from groundtrace.io import is_scores_file, read_scored
+    from groundtrace.score import scores_by_id
+
+    return scores_by_id(read_scored(path)) if is_scores_file(path) else None
 
 
 def source_options(pairs: Sequence[str] | None) -> dict[str, Any]:

@@ -3,15 +3,15 @@ from a ``groundtrace score -o`` file of the same records), the records' language
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from groundtrace.bench import Labelled, score_all
+from groundtrace.bench import Labelled, record_id, scores_for
 from groundtrace.metrics import get_metric
-from groundtrace.score import Score, ScoredRecord
+from groundtrace.score import Score
 from groundtrace.text.lang import guess_language
 
 
@@ -24,11 +24,6 @@ class FitInputs:
     scores: dict[str, list[Score]]  # by metric, in record order
 
 
-def scores_by_id(rows: Iterable[ScoredRecord]) -> dict[str, dict[str, Score]]:
-    """Scored records (a scores file read by groundtrace.io.read_scored): record id -> metric -> Score."""
-    return {str(row.id): {score.metric: score for score in row.scores} for row in rows}
-
-
 def metric_scores(items: Sequence[Labelled], names: Sequence[str], options: Mapping[str, Mapping[str, Any]],
                   scored: Mapping[str, Mapping[str, Score]] | None = None,
                   progress: Callable[[str, int], Callable[[], None]] | None = None) -> dict[str, list[Score]]:
@@ -36,15 +31,10 @@ def metric_scores(items: Sequence[Labelled], names: Sequence[str], options: Mapp
     else scored here (once per metric, in record order)."""
     out: dict[str, list[Score]] = {}
     for name in names:
-        have = [(scored or {}).get(_id(item), {}).get(name) for item in items]
-        missing = [i for i, score in enumerate(have) if score is None]
-        if missing:
-            metric = get_metric(name, **dict(options.get(name, {})))
-            tick = progress(name, len(missing)) if progress else None
-            fresh, _ = score_all(metric, [items[i] for i in missing], progress=tick)
-            for i, score in zip(missing, fresh, strict=True):
-                have[i] = score
-        out[name] = [score for score in have if score is not None]
+        metric = get_metric(name, **dict(options.get(name, {})))
+        missing = sum(1 for item in items if name not in (scored or {}).get(record_id(item), {}))
+        tick = progress(name, missing) if progress and missing else None
+        out[name] = scores_for(metric, items, scored, tick).scores
     return out
 
 
@@ -69,7 +59,7 @@ def groups_of(items: Sequence[Labelled], key: str | None = None) -> list[str]:
         found = [_lookup(item.raw, candidate) for item in items]
         if all(value is not None for value in found):
             return [str(value) for value in found]
-    return [_id(item) or str(i) for i, item in enumerate(items)]
+    return [record_id(item) or str(i) for i, item in enumerate(items)]
 
 
 def _lookup(row: Mapping[str, Any], dotted: str) -> Any:
@@ -77,10 +67,6 @@ def _lookup(row: Mapping[str, Any], dotted: str) -> Any:
     for part in dotted.split("."):
         value = value.get(part) if isinstance(value, Mapping) else None
     return value
-
-
-def _id(item: Labelled) -> str:
-    return str(item.raw.get("id") or "")
 
 
 def _language(item: Labelled, scores: Sequence[Score]) -> str:
