@@ -33,7 +33,8 @@ def main() -> None:
     threadpool_limits(1)
     from groundtrace.bench import _reset_caches
     from groundtrace.engine import build_metrics
-    from groundtrace.metrics import lexical, facts
+    from groundtrace.metrics import lexical
+    from groundtrace.text.facts import context_index
 
     rows = [json.loads(line) for line in open(args.file, encoding="utf-8")]
     chars = statistics.median(len(r["answer"]) + sum(map(len, r["contexts"])) for r in rows)
@@ -45,7 +46,7 @@ def main() -> None:
         for _ in range(args.repeat):
             _reset_caches(metric)
             lexical._context_terms.cache_clear()
-            facts._context_index.cache_clear()
+            context_index.cache_clear()
             started = time.perf_counter()
             for row in rows:
                 metric.score(row)

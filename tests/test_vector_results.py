@@ -98,3 +98,39 @@ def test_lancedb_rows_as_a_list_a_dataframe_or_an_arrow_table(tmp_path, form):
     items, _ = read_items(rows)
     assert [(item.text, item.id) for item in items] == [(OPENS, "doc-1"), (CLOSES, "doc-2")]
     assert [item.score for item in items] == [0.0, 2.0]  # LanceDB's _distance (squared L2)
+
+
+def test_chroma_ephemeral_query_and_get_results():
+    """The real chromadb, in memory, given its embeddings (no embedding model is fetched, no telemetry sent)."""
+    chromadb = pytest.importorskip("chromadb", reason="pip install chromadb (embedded, no server)")
+    from chromadb.config import Settings
+
+    client = chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False))
+    docs = client.create_collection("docs", embedding_function=None)
+    docs.add(ids=["doc-1", "doc-2"], documents=[OPENS, CLOSES], embeddings=[[1.0, 0.0], [0.0, 1.0]],
+             metadatas=[{"page": 1}, {"page": 2}])
+    items, _ = read_items(docs.query(query_embeddings=[[1.0, 0.5]], n_results=2))
+    assert [(item.text, item.id) for item in items] == [(OPENS, "doc-1"), (CLOSES, "doc-2")]
+    assert [round(item.score, 4) for item in items] == [0.25, 1.25]  # Chroma's distance (squared L2)
+    assert items[0].metadata == {"page": 1, "score": items[0].score}
+    [got], _ = read_items(docs.get(ids=["doc-2"]))
+    assert (got.text, got.id, got.metadata) == (CLOSES, "doc-2", {"page": 2})
+
+
+def test_milvus_lite_search_results_and_their_first_query(tmp_path):
+    """The real pymilvus on Milvus Lite (a local file, no server): search returns a list per query of Hits."""
+    pymilvus = pytest.importorskip("pymilvus", reason="pip install pymilvus milvus-lite (embedded, no server)")
+    pytest.importorskip("milvus_lite", reason="pip install milvus-lite")
+    client = pymilvus.MilvusClient(str(tmp_path / "milvus.db"))
+    try:
+        client.create_collection("docs", dimension=2)
+        client.insert("docs", [{"id": 1, "vector": [1.0, 0.0], "chunk": OPENS, "page": 1},
+                               {"id": 2, "vector": [0.0, 1.0], "chunk": CLOSES}])
+        result = client.search("docs", data=[[1.0, 0.5]], limit=2, output_fields=["chunk", "page"])
+    finally:
+        client.close()
+    for value in (result, result[0]):
+        items, _ = read_items(value)
+        assert [(item.text, item.id) for item in items] == [(OPENS, "1"), (CLOSES, "2")]
+        assert [round(item.score, 4) for item in items] == [0.8944, 0.4472]  # cosine, Milvus's default metric
+        assert items[0].metadata == {"page": 1, "score": items[0].score}

@@ -121,7 +121,7 @@ def read_item(value: Any) -> Item | None:
         if "role" in value:
             return None
         for key in TEXT_KEYS:
-            text = value.get(key)
+            text = value[key] if key in value else None  # its own key: a Milvus Hit's get() reads its entity too
             if isinstance(text, str):
                 metadata = value.get("metadata")
                 ident = value.get("id")

@@ -51,7 +51,8 @@ def _hit(value: Any) -> dict[str, Any] | None:
     def get(name: str) -> Any:
         return value.get(name) if isinstance(value, Mapping) else getattr(value, name, None)
 
-    for holder in (None, *_FIELD_HOLDERS):  # None: the hit's own fields (Weaviate's GraphQL objects, rows)
+    for holder in (*_FIELD_HOLDERS, None):  # None: the hit's own fields (Weaviate's GraphQL objects, rows), last: a
+        # Milvus Hit reads its entity's fields as its own, and its entity holds the metadata beside the text
         fields: Any = value if holder is None else get(holder)
         if fields is not None and hasattr(fields, "_asdict"):
             fields = fields._asdict()

@@ -15,7 +15,6 @@ similarity to the closest context ("max"); docs/benchmarks/quality.md has the me
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -24,15 +23,10 @@ from groundtrace.backends.embedders import Embedder, get_embedder
 from groundtrace.metrics.base import Metric, Result, needed
 from groundtrace.record import Record
 from groundtrace.score import Span
-from groundtrace.text.facts import Fact, FactIndex, extract_facts, unique_by_key
+from groundtrace.text.facts import Fact, FactIndex, context_index, extract_facts, unique_by_key
 
 Mode = Literal["hallucination", "seed"]
 Similarity = Literal["max", "mean", "concat"]
-
-
-@lru_cache(maxsize=2048)
-def _context_index(text: str, language: str) -> FactIndex:
-    return FactIndex.build(text, language)
 
 
 def _label(fact: Fact) -> str:
@@ -88,7 +82,7 @@ class FactsMetric(Metric):
                           {"S_c": None, "E_f": 1.0, "hallucinated_facts": [f.text for f in f_o], "missing_facts": []})
 
         s_c = self.concept_score(answer, contexts)
-        context = _context_index("\n\n".join(contexts), language)
+        context = context_index("\n\n".join(contexts), language)
         f_h = [f for f in f_o if not context.supports(f)]
         f_c = unique_by_key(context.facts)
         f_m: list[Fact] = []

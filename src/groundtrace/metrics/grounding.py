@@ -14,7 +14,8 @@ question and contexts together with the answer and gives every answer token P(un
                card says "aggregation": "claims-top3-noisy-or", the mean of its top 3)
     value    = max over the claims (or their noisy-OR)                  higher = more hallucinated
     spans    = runs of tokens with p_t >= the span threshold (the card's, else the verdict's),
-               widened to whole words
+               widened to whole words, and to each number, date, time or name of a flagged claim
+               that the contexts do not state (metrics/fact_spans.py; option fact_spans=false: not)
 
 The model card is docs/benchmarks/grounding-model-card.md; training is training/ (grounding-2: commit 582ff0f's training/build_crossencoder.sh).
 """
@@ -22,6 +23,7 @@ The model card is docs/benchmarks/grounding-model-card.md; training is training/
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -32,8 +34,10 @@ from groundtrace.detector.crossencoder import MODEL_DIR, CrossEncoder, TokenScor
 from groundtrace.detector.evidence import SentenceEmbedder
 from groundtrace.detector.reading import DEFAULT_EVIDENCE, EvidenceMode, Reading
 from groundtrace.metrics.base import Metric, Result, needed
+from groundtrace.metrics.fact_spans import ClaimRange, absent_facts, with_facts
 from groundtrace.record import Record
 from groundtrace.score import Span
+from groundtrace.text.facts import Fact
 
 CARD_FILE = MODEL_DIR / "grounding.json"
 # How a model's card says its token probabilities become claims and a value: "max" (grounding-2: the
@@ -74,12 +78,13 @@ class GroundingMetric(Metric):
         return list(model_card().get("trained_on", []))
 
     def __init__(self, *, threads: int = 1, model: CrossEncoder | None = None, evidence: EvidenceMode = DEFAULT_EVIDENCE,
-                 embedder: str | None = None, **options) -> None:
+                 embedder: str | None = None, fact_spans: bool = True, **options) -> None:
         reading = {k: _typed(getattr(Reading, k), options.pop(k)) for k in list(options) if k in Reading.__dataclass_fields__}
         super().__init__(**options)
         self.reading = Reading(evidence=evidence, **reading)
         self.model = model or shared_crossencoder(threads)
         self._embedder_spec = embedder
+        self.fact_spans = _typed(True, fact_spans)
 
     def _embedder(self) -> SentenceEmbedder:
         from groundtrace.backends.embedders import get_embedder
@@ -105,12 +110,18 @@ class GroundingMetric(Metric):
         # spans read token probabilities: a card measured with another aggregation fits their threshold apart
         span_threshold = float(model_card().get("span_threshold", self.threshold))
         spans = _spans(answer, scores, span_threshold, claims, words)
+        absent = []
+        if self.fact_spans and value >= self.threshold:
+            ranges = [ClaimRange(c.start, c.end, p) for c, p in zip(claims, claim_p, strict=True)]
+            absent = absent_facts(answer, contexts, language, ranges, span_threshold)
+            spans = with_facts(answer, spans, absent)
         return Result(
             value=value,
-            reason=_reason(value, claims, claim_p, spans, self.threshold, span_threshold),
+            reason=_reason(value, claims, claim_p, spans, self.threshold, span_threshold, [f for f, _ in absent]),
             spans=spans,
             details={
                 "claims": [_claim_detail(c, p) for c, p in zip(claims, claim_p, strict=True)],
+                "absent_facts": [{"text": f.text, "kind": f.kind, "start": f.start, "end": f.end} for f, _ in absent],
                 "windows": scores.windows,
                 "tokens": scores.tokens,
                 "evidence": evidence,
@@ -183,7 +194,7 @@ def _claim_detail(claim: Claim, p: float) -> dict:
 
 
 def _reason(value: float, claims: list[Claim], claim_p: list[float], spans: list[Span], threshold: float,
-            span_threshold: float) -> str:
+            span_threshold: float, absent: Sequence[Fact] = ()) -> str:
     if value < threshold:
         return f"all {len(claims)} claims look supported by the contexts (highest P(unsupported) {value:.2f})"
     flagged = sum(p >= span_threshold for p in claim_p)
@@ -192,5 +203,9 @@ def _reason(value: float, claims: list[Claim], claim_p: list[float], spans: list
                 "though no single phrase stands out")
     worst = max(spans, key=lambda s: s.score or 0.0)
     quoted = worst.text if len(worst.text) <= 120 else worst.text[:117] + "…"
-    return (f"{flagged} of {len(claims)} claims look unsupported by the contexts; "
+    text = (f"{flagged} of {len(claims)} claims look unsupported by the contexts; "
             f"the least supported phrase (P={value:.2f}): \"{quoted}\"")
+    if absent:
+        shown = ", ".join(f"{f.text.rstrip(' .,;:')} ({f.kind})" for f in absent[:4]) + (" …" if len(absent) > 4 else "")
+        text += f"; not in the contexts: {shown}"
+    return text

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Literal
 
 from groundtrace.text.numbers import MONTHS, canonical_number, find_dates, find_quantities
@@ -269,6 +270,12 @@ class FactIndex:
         if word in self.words:
             return True
         return bool(_CYRILLIC.search(word)) and _stem(word) in self.prefixes
+
+
+@lru_cache(maxsize=2048)
+def context_index(text: str, language: str) -> FactIndex:
+    """The facts of a context, indexed (cached: a monitored app asks about the same passages again and again)."""
+    return FactIndex.build(text, language)
 
 
 def unique_by_key(facts: list[Fact]) -> list[Fact]:
