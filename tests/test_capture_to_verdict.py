@@ -66,6 +66,9 @@ def test_capture_review_fit_bench_and_use_the_verdict_with_no_other_file(tmp_pat
     bench = runner.invoke(app, ["bench", str(store), "--labels", str(labels), "-m", "lexical"])
     assert bench.exit_code == 0, bench.output
     assert "lexical: 40 of 40 scores read from groundtrace-scores.jsonl" in " ".join(bench.output.split())
+    bare = runner.invoke(app, ["bench", "-m", "lexical", "--json"])  # no file: the store, its labels beside it
+    assert bare.exit_code == 0, bare.output
+    assert json.loads(bare.stdout[bare.stdout.index("{"):])["lexical"]["n"] == 40
 
     monkeypatch.setenv("GROUNDTRACE_VERDICT_FILE", "verdict.json")  # the one setting fit's closing line names
     monkeypatch.setenv("GROUNDTRACE_JSONL_PATH", str(tmp_path / "again.jsonl"))

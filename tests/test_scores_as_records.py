@@ -100,3 +100,13 @@ def test_bench_on_a_scores_file_reads_its_scores_and_rescore_scores_them_here(tm
     options = runner.invoke(app, ["bench", str(scores), "--labels", str(labels_path), "-m", "lexical", "--json",
                                   "-O", "lexical.bleu_weight=0.5"])
     assert json.loads(options.stdout[options.stdout.index("{"):])["lexical"]["scores_read"] == 0  # another setting
+
+
+def test_with_no_file_score_bench_and_fit_say_where_the_default_store_would_be(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GROUNDTRACE_JSONL_PATH", raising=False)
+    for command in (["score"], ["bench"], ["fit"]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == 2, result.output
+        said = " ".join(result.output.split())
+        assert f"the default store {tmp_path / 'groundtrace-scores.jsonl'} (where live capture writes" in said, said

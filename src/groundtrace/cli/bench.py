@@ -40,7 +40,7 @@ from groundtrace.cli.labelled_input import (
 
 
 def bench_command(
-    input_path: Annotated[Optional[Path], typer.Argument(help="Labelled records (label 1 = hallucinated; JSONL, CSV or Parquet), shaped like shared/data or in a --schema layout; or records and --labels FILE. Or use --from.")] = None,
+    input_path: Annotated[Optional[Path], typer.Argument(help="Labelled records (label 1 = hallucinated; JSONL, CSV or Parquet), shaped like shared/data or in a --schema layout; or records (a scores file too: its scores are reused) and --labels FILE. Or use --from. Default: the default store of live capture, with the labels `groundtrace review` wrote beside it.")] = None,
     source: FromOption = None,
     labels: LabelsOption = None,
     label_name: LabelNameOption = None,

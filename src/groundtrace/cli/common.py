@@ -49,6 +49,28 @@ NO_RECORDS_WHY = (
     "  docs: troubleshooting, 'I see no scores'"
 )
 
+def store_or(path: Path | None) -> Path:
+    """The file a command reads: the one given, else the default store of live capture (GROUNDTRACE_JSONL_PATH,
+    else ./groundtrace-scores.jsonl), as `watch`, `review` and `report` open it."""
+    return path if path is not None else Settings.from_env().store_path
+
+
+def existing_store() -> Path:
+    """The default store, when a command is given no file; a ValueError that says where it looked when it is not
+    there."""
+    store = store_or(None)
+    if not store.exists():
+        raise ValueError(f"give a file of records or --from SOURCE: no file was given, and the default store {store} "
+                         "(where live capture writes; GROUNDTRACE_JSONL_PATH moves it) does not exist")
+    return store
+
+
+def labels_path_for(scores: Path) -> Path:
+    """The labels file beside a scores file, where `groundtrace review` writes it: answers.scores.jsonl ->
+    answers.scores.labels.jsonl."""
+    return scores.with_name(scores.name.removesuffix(".jsonl") + ".labels.jsonl")
+
+
 def metric_names(values: Sequence[str] | None) -> list[str]:
     """-m a -m b,c -> ['a', 'b', 'c']: repeated and comma-separated forms alike, order kept, duplicates dropped."""
     names = (name.strip() for value in values or [] for name in value.split(","))

@@ -35,7 +35,7 @@ FitMetricsOption = Annotated[
 
 
 def fit_command(
-    input_path: Annotated[Optional[Path], typer.Argument(help="Labelled records (label 1 = unsupported; JSONL, CSV or Parquet, any layout `score` reads), or records and --labels FILE. Or use --from.")] = None,
+    input_path: Annotated[Optional[Path], typer.Argument(help="Labelled records (label 1 = unsupported; JSONL, CSV or Parquet, any layout `score` reads), or records (a scores file too: its scores are reused) and --labels FILE. Or use --from. Default: the default store of live capture, with the labels `groundtrace review` wrote beside it.")] = None,
     source: FromOption = None,
     labels: LabelsOption = None,
     label_name: LabelNameOption = None,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from groundtrace.cli.common import json_or_text
+from groundtrace.cli.common import existing_store, json_or_text, labels_path_for
 
 if TYPE_CHECKING:
     from groundtrace.bench import Labelled
@@ -70,10 +70,13 @@ def read_labelled(input_path: Path | None, source: str | None, labels: Path | No
     FileNotFoundError, KeyError (an unknown source) or the source's own errors."""
     from groundtrace.bench import load_labelled
     from groundtrace.combine.label_values import LabelMap
+    from groundtrace.io import is_scores_file
     from groundtrace.labelled import labelled_from_file, labelled_from_source
 
-    if (input_path is None) == (source is None):
+    if input_path is not None and source is not None:
         raise ValueError("give a file of records or --from SOURCE (one of the two)")
+    if input_path is None and source is None:
+        input_path = existing_store()
     platform_only = [flag for flag, value in (("--label-name", label_name), ("--label-map", label_map),
                                                ("--label-unsupported-below", below),
                                                ("--label-unsupported-above", above),
@@ -82,6 +85,8 @@ def read_labelled(input_path: Path | None, source: str | None, labels: Path | No
         if platform_only:
             raise ValueError(f"{platform_only[0]} reads a platform's labels: it goes with --from SOURCE")
         assert input_path is not None
+        if labels is None and labels_path_for(input_path).exists() and is_scores_file(input_path):
+            labels = labels_path_for(input_path)  # where `groundtrace review` wrote them
         if labels is None:
             return LabelledInput(load_labelled(input_path, limit=limit, schema=schema, by=by), input_path.name,
                                  input_path, None, _stored(input_path))

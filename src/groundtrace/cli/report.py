@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from groundtrace.cli.common import NO_RECORDS_WHY, SchemaOption, console
+from groundtrace.cli.common import NO_RECORDS_WHY, SchemaOption, console, store_or
 
 TRACE_URL_HELP = ("A link per record to its trace: a URL template with {trace_id}, {span_id}, {run_id}, {session_id}, {id} "
                   "or {links.NAME}, e.g. 'http://localhost:6006/redirects/traces/{trace_id}' (default: GROUNDTRACE_TRACE_URL).")
@@ -56,10 +56,7 @@ def report_command(
     from groundtrace.review.evidence import checked_claims
 
     template = trace_url or trace_url_from_env()
-    if input_path is None:
-        from groundtrace.config import Settings
-
-        input_path = Settings.from_env().store_path
+    input_path = store_or(input_path)
     try:
         if schema is not None and labels is None:
             raise ValueError("--schema is the layout of the --labels file; give --labels too")

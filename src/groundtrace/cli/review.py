@@ -8,12 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from groundtrace.cli.common import NO_RECORDS_WHY, console, shown
-
-
-def labels_path_for(scores: Path) -> Path:
-    """The labels file beside a scores file: answers.scores.jsonl -> answers.scores.labels.jsonl."""
-    return scores.with_name(scores.name.removesuffix(".jsonl") + ".labels.jsonl")
+from groundtrace.cli.common import NO_RECORDS_WHY, console, labels_path_for, shown, store_or
 
 
 def review_command(
@@ -30,7 +25,6 @@ def review_command(
     that `fit --labels` and `bench --labels` read."""
     from rich.markup import escape
 
-    from groundtrace.config import Settings
     from groundtrace.config import trace_url as trace_url_from_env
     from groundtrace.io import read_scored
     from groundtrace.report.trace_links import check_template
@@ -43,7 +37,7 @@ def review_command(
         except ValueError as error:
             console.print(f"[red]error:[/red] {escape(str(error))}", soft_wrap=True)
             raise typer.Exit(2) from None
-    path = scores or Settings.from_env().store_path
+    path = store_or(scores)
     try:
         rows = list(read_scored(path))
     except FileNotFoundError:
@@ -94,4 +88,4 @@ def _bind(host: str, port: int) -> socket.socket:
     return listening
 
 
-__all__ = ["labels_path_for", "review_command"]
+__all__ = ["review_command"]

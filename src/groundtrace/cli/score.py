@@ -25,6 +25,7 @@ from groundtrace.cli.common import (
     EXIT_USAGE,
     console,
     engine_options,
+    existing_store,
     failed_metrics,
     failure_lines,
     json_or_text,
@@ -178,7 +179,7 @@ def _backfill(spec: str, metrics: Sequence[str] | str | None, output: Path | Non
 
 
 def score_command(
-    input_path: Annotated[Optional[str], typer.Argument(help="Records (question, contexts, answer, ...; or RAGAS / DeepEval fields, see --schema) as JSONL, .csv or .parquet; - for JSONL on stdin. Or use --from.")] = None,
+    input_path: Annotated[Optional[str], typer.Argument(help="Records (question, contexts, answer, ...; or RAGAS / DeepEval fields, see --schema) as JSONL, .csv or .parquet; - for JSONL on stdin; a scores file reads as the records it scored. Or use --from. Default: the default store of live capture.")] = None,
     source: Annotated[Optional[str], typer.Option("--from", help="Score logged requests instead of a file: otel-json:PATH, phoenix:PROJECT, mlflow:EXPERIMENT, langfuse[:PROJECT], langsmith:PROJECT.")] = None,
     metrics: MetricsOption = None,
     output: Annotated[Optional[Path], typer.Option("--output", "-o", help="Where to write scored records (JSONL); - for stdout (the tables and messages then go to stderr). With --from, a file is appended to: a rerun skips the ids already there.")] = None,
@@ -202,9 +203,15 @@ def score_command(
     """Score every record of a file (JSONL, CSV or Parquet; groundtrace, RAGAS or DeepEval fields), or the logged
     requests of a platform (--from), and print a per-metric summary; with --max-flagged, exit 1 when a gate fails;
     exit 3 when a metric failed on every record."""
-    if (input_path is None) == (source is None):
+    if input_path is not None and source is not None:
         console.print("[red]error:[/red] give a file or --from SOURCE (one of the two)")
         raise typer.Exit(EXIT_USAGE)
+    if input_path is None and source is None:
+        try:
+            input_path = str(existing_store())
+        except ValueError as error:
+            console.print(f"[red]error:[/red] {shown(error)}", soft_wrap=True)
+            raise typer.Exit(EXIT_USAGE) from None
     summary = None
     try:
         ray = engine_options(engine, address, actors, batch_size)

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from groundtrace.cli.common import terminal_safe
 from groundtrace.io import why_not_scored
 
-from groundtrace.cli.common import NO_RECORDS_WHY, metric_names
+from groundtrace.cli.common import NO_RECORDS_WHY, metric_names, store_or
 
 #: how often a followed file is looked at
 POLL_S = 0.25
@@ -187,9 +187,7 @@ def watch_command(
     on stderr, the running flagged rate per metric."""
     from rich.console import Console
 
-    from groundtrace.config import Settings
-
-    target = path if path is not None else Settings.from_env().store_path
+    target = store_or(path)
     out = Console(highlight=False, soft_wrap=True)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     view = View(metric_names(metrics), flagged)
