@@ -36,6 +36,20 @@ SHAPES = {
 }
 
 
+def test_pgvector_rows_as_dicts_or_named_rows_keep_their_other_columns_as_metadata():
+    """psycopg with dict_row or namedtuple_row, as a pgvector query (`SELECT id, content, embedding <=> %s AS
+    distance, page ...`) returns them: the text column, the id, the distance, the rest as metadata."""
+    from collections import namedtuple
+
+    Row = namedtuple("Row", "id content distance page")
+    as_dicts = [{"id": "doc-1", "content": OPENS, "distance": 0.91, "page": 1, "embedding": [0.1, 0.2]},
+                {"id": "doc-2", "content": CLOSES, "distance": 0.72, "page": 2, "embedding": [0.3, 0.4]}]
+    for rows in (as_dicts, [Row("doc-1", OPENS, 0.91, 1), Row("doc-2", CLOSES, 0.72, 2)]):
+        items, _ = read_items(rows)
+        assert [(item.text, item.id, item.score, item.metadata) for item in items] == [
+            (OPENS, "doc-1", 0.91, {"page": 1, "score": 0.91}), (CLOSES, "doc-2", 0.72, {"page": 2, "score": 0.72})]
+
+
 @pytest.mark.parametrize("shape", SHAPES)
 def test_each_shape_gives_its_passages_with_ids_and_scores(shape):
     items, unreadable = read_items(SHAPES[shape])

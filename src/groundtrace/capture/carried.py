@@ -53,6 +53,8 @@ MIN_ELIMINATED = 24
 TEXT_KEYS = ("page_content", "text", "content", "document", "chunk", "passage")
 #: a row's score fields (a text-bearing dict's): its similarity or distance
 ROW_SCORES = ("score", "_score", "_distance", "distance", "_relevance_score")
+#: a row's columns that are not its document's metadata (besides its text, id and score): its vector
+_ROW_VECTORS = frozenset({"vector", "embedding", "values", "_rowid"})
 
 DOCUMENTS, PROMPT, TEXT = 0, 1, 2  # the tiers, most trusted first
 
@@ -128,7 +130,10 @@ def read_item(value: Any) -> Item | None:
                 # a row's score, as LanceDB (_distance, _relevance_score) and others name it
                 score = next((float(found) for name in ROW_SCORES if isinstance(found := value.get(name), (int, float))
                               and not isinstance(found, bool)), None)
-                kept = dict(metadata) if isinstance(metadata, Mapping) else {}
+                # a row with no metadata field (pgvector, LanceDB): its other columns are its metadata
+                kept = dict(metadata) if isinstance(metadata, Mapping) else {
+                    name: column for name, column in value.items()
+                    if name not in (key, "id", *ROW_SCORES, *_ROW_VECTORS) and not isinstance(column, (list, Mapping))}
                 return Item(text, None if ident is None else str(ident),
                             {**kept, "score": score} if score is not None else kept, score)
         return None

@@ -77,7 +77,8 @@ def _hit(value: Any) -> dict[str, Any] | None:
 def _first_query(values: Any) -> Any:
     """Chroma's and Milvus's results hold one list per query: the first query's."""
     if isinstance(values, Sequence) and not isinstance(values, str) and values and \
-            isinstance(values[0], Sequence) and not isinstance(values[0], (str, Mapping)):
+            isinstance(values[0], Sequence) and not isinstance(values[0], (str, Mapping)) and \
+            not hasattr(values[0], "_asdict"):  # a named row (psycopg's namedtuple_row) is a hit, not a query's list
         return values[0]
     return values
 
