@@ -346,7 +346,7 @@ def parts_table(case: Case, arm: Any, n: int) -> dict[str, float]:
 
 def worker_build_cpu(case: Case, monitor_arm: Callable[[Any], Any], n: int) -> tuple[float, int]:
     """µs of the Monitor's worker thread per Record it builds (sample_rate=1), and how many it built."""
-    import groundtrace.monitor_workers as monitor_module
+    import groundtrace.monitor.workers as monitor_module
     from groundtrace.monitor import Monitor
 
     realize = getattr(monitor_module, "realize", None)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from groundtrace.classification import confusion, roc_auc
+from groundtrace.measure.classification import confusion, roc_auc
 from groundtrace.detector.crossencoder import CrossEncoder
 from groundtrace.detector.windows import Window
 from groundtrace.metrics import get_metric

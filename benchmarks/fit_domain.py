@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from groundtrace.bench import load_labelled
-from groundtrace.classification import confusion, roc_auc
+from groundtrace.measure.bench import load_labelled
+from groundtrace.measure.classification import confusion, roc_auc
 from groundtrace.combine.fitting import Target, features, fit, predict
 from groundtrace.combine.labels import fit_inputs, metric_scores
 from groundtrace.io import read_scored

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from groundtrace.classification import best_f1_threshold, confusion, roc_auc
+from groundtrace.measure.classification import best_f1_threshold, confusion, roc_auc
 from groundtrace.cli.common import json_or_text
 from groundtrace.metrics import get_metric
 

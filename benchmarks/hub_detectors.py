@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from groundtrace.bench import run_bench
+from groundtrace.measure.bench import run_bench
 from groundtrace.cli.common import parse_options
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"

@@ -33,8 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from groundtrace.bench import load_labelled
-from groundtrace.classification import roc_auc
+from groundtrace.measure.bench import load_labelled
+from groundtrace.measure.classification import roc_auc
 from groundtrace.metrics import get_metric
 from groundtrace.text.stopwords import stopwords
 from groundtrace.text.tokenize import tokenize

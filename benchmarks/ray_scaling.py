@@ -36,7 +36,7 @@ def load(path: str, limit: int) -> list[dict]:
 
 
 def run_local(rows: list[dict], metric: str) -> dict:
-    from groundtrace.engine import Evaluator
+    from groundtrace.scoring.engine import Evaluator
 
     evaluator = Evaluator([metric])
     evaluator.score_one({"answer": "warm up", "contexts": ["warm up"]})  # load the model off the clock

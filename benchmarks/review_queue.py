@@ -21,10 +21,10 @@ import random
 import statistics
 from pathlib import Path
 
-from groundtrace.bench import load_labelled
+from groundtrace.measure.bench import load_labelled
 from groundtrace.metrics import get_metric
 from groundtrace.record import Record
-from groundtrace.review.labels import decide
+from groundtrace.io.labels import decide
 from groundtrace.review.queue import BAND, Filters, progress, queue
 from groundtrace.score import Score, ScoredRecord
 

@@ -66,7 +66,7 @@ def session_cpu(session: int) -> tuple[float, float]:
             if int(fields[3]) != session:  # field 6 of stat: the session id
                 continue
             seconds = (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
-            if b"groundtrace.scoring_child" in (entry / "cmdline").read_bytes():
+            if b"groundtrace.scoring.child" in (entry / "cmdline").read_bytes():
                 scoring += seconds
             else:
                 own += seconds

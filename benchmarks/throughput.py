@@ -31,8 +31,8 @@ def main() -> None:
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(1)
-    from groundtrace.bench import _reset_caches
-    from groundtrace.engine import build_metrics
+    from groundtrace.measure.bench import _reset_caches
+    from groundtrace.scoring.engine import build_metrics
     from groundtrace.metrics import lexical
     from groundtrace.text.facts import context_index
 

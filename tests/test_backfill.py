@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from groundtrace.backfill import backfill, done_ids, missing_metrics
+from groundtrace.batch.backfill import backfill, done_ids, missing_metrics
 from groundtrace.cli import app, parse_source_options, parse_when, parse_where
-from groundtrace.engine import Evaluator
+from groundtrace.scoring.engine import Evaluator
 from groundtrace.record import Record
 from groundtrace.sinks import Sink
 from groundtrace.sources import SCORED_KEY, SourceFilter, open_source
@@ -195,7 +195,9 @@ def test_cli_score_from_prints_the_counts_and_rescore_rewrites(spans_file: Path,
     assert [json.loads(line)["id"] for line in output.read_text().splitlines()] == [A, D]
 
 
-def test_cli_score_from_errors_say_what_to_do(tmp_path: Path) -> None:
+def test_cli_score_from_errors_say_what_to_do(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # no default store here
+    monkeypatch.delenv("GROUNDTRACE_JSONL_PATH", raising=False)
     result = runner.invoke(app, ["score", "--from", "nosuch:x"])
     assert result.exit_code == 2 and "unknown source 'nosuch'" in result.output
     result = runner.invoke(app, ["score", "--from", f"otel-json:{tmp_path / 'missing.json'}"])
@@ -203,7 +205,9 @@ def test_cli_score_from_errors_say_what_to_do(tmp_path: Path) -> None:
     result = runner.invoke(app, ["score", "--from", f"otel-json:{tmp_path}", "-S", "page_size=5"])
     assert result.exit_code == 2 and "the otel-json source has no option page_size" in result.output
     result = runner.invoke(app, ["score"])
-    assert result.exit_code == 2 and "give a file or --from SOURCE" in result.output
+    assert result.exit_code == 2 and "give a file of records or --from SOURCE: no file was given" in result.output
+    result = runner.invoke(app, ["score", "x.jsonl", "--from", "otel-json:x"])
+    assert result.exit_code == 2 and "give a file or --from SOURCE (one of the two)" in result.output
     result = runner.invoke(app, ["score", "--from", "otel-json:x", "--since", "last tuesday"])
     assert result.exit_code == 2 and "neither an ISO date/time nor an age" in result.output
 

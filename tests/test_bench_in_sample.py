@@ -1,5 +1,5 @@
 """The bench says when a metric was trained on the very file it measures (issue 29: grounding's in-sample AUC on
-ragtruth_qa_dev was printed like any other): groundtrace.provenance, a metric's optional trained_on."""
+ragtruth_qa_dev was printed like any other): groundtrace.measure.provenance, a metric's optional trained_on."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from groundtrace import metrics as registry
 from groundtrace.cli import app
 from groundtrace.metrics.lexical import LexicalMetric
-from groundtrace.provenance import records_sha256, trained_on
+from groundtrace.measure.provenance import records_sha256, trained_on
 from tests.conftest import shared_data
 
 runner = CliRunner()
@@ -76,7 +76,7 @@ def test_a_broken_trained_on_is_logged_and_declares_nothing(caplog):
         def trained_on(self):
             raise OSError("card missing")
 
-    with caplog.at_level(logging.WARNING, logger="groundtrace.provenance"):
+    with caplog.at_level(logging.WARNING, logger="groundtrace.measure.provenance"):
         assert trained_on(Broken()) == []
     assert "broken: its trained_on could not be read (OSError: card missing)" in caplog.text
     assert trained_on(object()) == [] and trained_on(LexicalMetric()) == []

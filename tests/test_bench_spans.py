@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from groundtrace.bench import Labelled, span_overlap
+from groundtrace.measure.bench import Labelled, span_overlap
 from groundtrace.score import Score, Span
 
 

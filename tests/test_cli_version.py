@@ -40,7 +40,7 @@ def test_both_installed_scripts_print_the_version_and_exit_0() -> None:
 
 def test_after_the_program_version_is_the_program_s_own_argument() -> None:
     # groundtrace-run passes everything after the command on: --version there is the program's
-    seen = subprocess.run([sys.executable, "-c", "import sys; from groundtrace.launcher import main; main(sys.argv[1:])",
+    seen = subprocess.run([sys.executable, "-c", "import sys; from groundtrace.monitor.launcher import main; main(sys.argv[1:])",
                            sys.executable, "-c", "import sys; print(sys.argv[1:])", "--version"],
                           capture_output=True, text=True, timeout=120)
     assert seen.returncode == 0, seen.stderr

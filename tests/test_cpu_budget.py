@@ -9,7 +9,7 @@ import pytest
 
 from groundtrace import Record
 from groundtrace.config import Settings
-from groundtrace.cpu_budget import CpuBudget
+from groundtrace.monitor.cpu_budget import CpuBudget
 from groundtrace.monitor import Monitor
 
 

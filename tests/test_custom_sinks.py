@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import pytest
 from typer.testing import CliRunner
 
-from groundtrace.backfill import backfill
+from groundtrace.batch.backfill import backfill
 from groundtrace.cli import app
-from groundtrace.stream import score_stream
+from groundtrace.batch.stream import score_stream
 from groundtrace.monitor import Monitor
 from groundtrace.record import Record
 from groundtrace.sinks import build_sinks, close_sinks, flush_sinks, register_trace_links, sink_name

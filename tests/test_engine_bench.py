@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from groundtrace import Evaluator, evaluate, get_metric
-from groundtrace.bench import load_labelled, run_bench
-from groundtrace.classification import best_f1_threshold, confusion, reliability, roc_auc, roc_curve
+from groundtrace.measure.bench import load_labelled, run_bench
+from groundtrace.measure.classification import best_f1_threshold, confusion, reliability, roc_auc, roc_curve
 from groundtrace.io import read_jsonl
 from groundtrace.record import InvalidInput
 from tests.conftest import shared_data

@@ -72,9 +72,9 @@ def test_a_missing_extra_is_caught_as_either_base_and_survives_a_process_boundar
 def test_the_other_errors_raised_on_purpose_share_the_base_and_keep_theirs() -> None:
     from groundtrace.backends.breaker import CircuitOpen
     from groundtrace.backends.judge.results import JudgeError
-    from groundtrace.layouts import LayoutError
+    from groundtrace.io.layouts import LayoutError
     from groundtrace.record import InvalidRecord
-    from groundtrace.review.labels import LabelsFileError
+    from groundtrace.io.labels import LabelsFileError
     from groundtrace.sources import SourceError
 
     for error, builtin in ((LayoutError, ValueError), (InvalidRecord, ValueError), (LabelsFileError, ValueError),

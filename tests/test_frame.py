@@ -10,7 +10,7 @@ import pytest
 
 import groundtrace
 from groundtrace._extras import MissingExtraError
-from groundtrace.layouts import LayoutError
+from groundtrace.io.layouts import LayoutError
 from tests.hand_checked import CONTEXT, COPY, ZEBRAS, ZEBRAS_REASON, ZEBRAS_SPANS
 
 pd = pytest.importorskip("pandas", reason="the pandas extra is not installed: pip install 'groundtrace[pandas]'")

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from groundtrace.cli import app
-from groundtrace.gate import Gate
+from groundtrace.batch.gate import Gate
 from tests.hand_checked import CONTEXT, COPY, ZEBRAS
 
 runner = CliRunner()

@@ -190,7 +190,7 @@ def test_junk_and_empty_contexts_give_defined_scores(grounding):
 
 def test_grounding_is_the_default_metric_unless_a_judge_is_configured(monkeypatch):
     from groundtrace.config import Settings
-    from groundtrace.engine import build_metrics
+    from groundtrace.scoring.engine import build_metrics
     from groundtrace.metrics import default_metrics
 
     monkeypatch.delenv("GROUNDTRACE_JUDGE_MODEL", raising=False)

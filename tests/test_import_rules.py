@@ -6,7 +6,7 @@ function, or one made with importlib, counts as much as one at the top:
   report read Records and Scores and never import metrics); config.py, the data types and the
   trace context import nothing of groundtrace but the redaction step, which imports nothing of it;
 - no circle: the parts of the core (its modules and packages) import each other one way only, so
-  the engine choosing Ray by name (groundtrace.stream) makes neither import the other back;
+  the batch engine choosing Ray by name (groundtrace.batch.stream) makes neither import the other back;
 - outside metrics/, the metrics are reached through their packages' public names only;
 - groundtrace.testing (test support) is imported by tests, notebooks and benchmarks, never by the core."""
 
@@ -69,9 +69,11 @@ def framework_imports(root: Path) -> list[str]:
 
 # What each part of the core may import of groundtrace (the first name after "groundtrace."). The
 # redaction step sits under everything (every text groundtrace composes passes it) and imports nothing
-# of it; so do the public errors (groundtrace.errors: every layer raises them); the data types, config.py and trace_context.py sit just above, importing nothing else.
-# privacy.py (the mask, text-free delivery) reads Records and Scores, like the sinks that use it.
-BOTTOM = {"redaction", "errors"}
+# of it; so do the public errors (groundtrace.errors: every layer raises them); the data types, config.py and
+# trace_context.py sit just above, importing nothing else. privacy.py (the mask, text-free delivery) reads
+# Records and Scores, like the sinks that use it. The jobs stand on them: scoring (a record's metrics, here or
+# in a child process), io (every file and platform read), then batch, measure and the live monitor.
+BOTTOM = {"redaction", "errors", "__version__"}  # and the version string of the package face
 MAY_IMPORT = {part: allowed | BOTTOM for part, allowed in {
     "text": {"text"},
     "detector": {"detector", "text"},
@@ -80,17 +82,24 @@ MAY_IMPORT = {part: allowed | BOTTOM for part, allowed in {
     "sinks": {"sinks", "_extras", "config", "privacy", "record", "score", "trace_context"},
     # the Monitor's own metrics read Records and Scores (and the Monitor, duck-typed: it imports them)
     "telemetry": {"telemetry", "_extras", "config", "record", "score"},
-    "report": {"report", "classification", "io", "record", "score"},
     # sources read platforms the sinks write to (one client builder each, the sinks' ids of a score)
     "sources": {"sources", "sinks", "_extras", "config", "record", "score"},
-    "backfill.py": {"sources", "sinks", "privacy", "record", "score"},
+    # reading files in every layout, labels files and platforms' labels: never a metric
+    "io": {"io", "_extras", "record", "score", "sources"},
+    "scoring": {"scoring", "_extras", "config", "metrics", "privacy", "record", "score", "sinks", "telemetry"},
+    "ray": {"ray", "scoring", "metrics", "_extras", "record", "score"},
+    # files and frames in batch, backfills, the CI gate: never the live monitor nor the measurements
+    "batch": {"batch", "scoring", "ray", "io", "metrics", "sources", "sinks", "privacy", "_extras", "config",
+              "record", "score"},
+    # metrics against labels: never the live monitor
+    "measure": {"measure", "batch", "scoring", "io", "metrics", "backends", "text", "_extras", "record", "score"},
     # fitting a verdict: labelled files read and scored as the bench does; the file itself is a backend
-    "combine": {"combine", "backends", "bench", "classification", "metrics", "provenance", "score", "text", "_extras"},
+    "combine": {"combine", "backends", "measure", "metrics", "score", "text", "_extras"},
+    "monitor": {"monitor", "scoring", "ray", "sinks", "telemetry", "metrics", "privacy", "_extras", "config",
+                "record", "score"},
+    "report": {"report", "measure", "io", "record", "score"},
     "privacy.py": {"record", "score"},
-    # reading files in every layout; the report reads its labels through it, so it never reaches a metric
-    "io.py": {"_extras", "layouts", "record", "score"}, "layouts.py": set(), "gate.py": {"tally"},
-    # metrics where users evaluate: a DataFrame, LangSmith's and MLflow's evaluation loops
-    "frame.py": {"_extras", "engine", "io", "metrics", "score"},
+    # metrics where users evaluate: LangSmith's and MLflow's evaluation loops
     "evaluators.py": {"_extras", "metrics", "record", "score", "sinks", "sources"},
     "record.py": set(), "score.py": {"record"}, "config.py": set(), "trace_context.py": set(), "_extras.py": set(),
 }.items()}
@@ -156,8 +165,10 @@ def test_arrows_point_down_sinks_and_report_never_import_metrics_and_the_core_ne
 
 
 def test_the_parts_of_the_core_import_each_other_one_way_only() -> None:
-    assert {"engine", "ray", "stream"} <= set(part_imports(SRC))  # the walk sees the engines
-    assert "ray" not in part_imports(SRC)["engine"] and "stream" not in part_imports(SRC)["ray"]
+    graph = part_imports(SRC)
+    assert {"scoring", "ray", "batch", "monitor"} <= set(graph)  # the walk sees the engines
+    assert "ray" in graph["batch"] and "scoring" in graph["ray"] and "ray" not in graph["scoring"]
+    assert "batch" not in graph["ray"] and "monitor" not in graph["ray"]
     assert circles(SRC) == []
 
 

@@ -64,18 +64,18 @@ def test_a_missing_command_is_reported(probe):
 
 
 def test_instrument_all_needs_the_flag(monkeypatch):
-    from groundtrace.autoinstrument import instrument_all
+    from groundtrace.monitor.autoinstrument import instrument_all
 
     monkeypatch.delenv("GROUNDTRACE_ENABLED", raising=False)
     assert instrument_all() == []
 
 
 def test_instrument_all_with_a_bad_setting_instruments_nothing_and_says_which(monkeypatch, caplog):
-    from groundtrace.autoinstrument import instrument_all
+    from groundtrace.monitor.autoinstrument import instrument_all
 
     monkeypatch.setenv("GROUNDTRACE_ENABLED", "1")
     monkeypatch.setenv("GROUNDTRACE_SAMPLE_RATE", "lots")
-    with caplog.at_level("WARNING", logger="groundtrace.autoinstrument"):
+    with caplog.at_level("WARNING", logger="groundtrace.monitor.autoinstrument"):
         assert instrument_all() == []
     assert "GROUNDTRACE_SAMPLE_RATE='lots' is not a valid float" in caplog.text
 

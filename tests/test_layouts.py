@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from groundtrace.cli import app
 from groundtrace.io import map_rows, read_layout
-from groundtrace.layouts import LAYOUT_NAMES, LayoutError, detect, resolve
+from groundtrace.io.layouts import LAYOUT_NAMES, LayoutError, detect, resolve
 from tests.hand_checked import CONTEXT, COPY, OTHER, ZEBRAS
 
 pq = pytest.importorskip("pyarrow.parquet", reason="the parquet extra is not installed: pip install 'groundtrace[parquet]'")

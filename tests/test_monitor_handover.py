@@ -160,7 +160,7 @@ def test_capture_text_off_and_a_failing_mask_are_applied_by_the_scoring_process(
 
 def test_a_scoring_process_that_cannot_start_hands_scoring_to_threads_with_the_mask_applied_here(tmp_path,
                                                                                                   monkeypatch, caplog):
-    from groundtrace.scoring_process import ScoringProcess
+    from groundtrace.scoring.process import ScoringProcess
 
     monkeypatch.setattr(ScoringProcess, "_command", lambda self: [sys.executable, "-c", "print('no protocol')"])
     out, mine = tmp_path / "scores.jsonl", PlainSink()

@@ -11,17 +11,17 @@ from collections.abc import Iterator
 import pytest
 from typer.testing import CliRunner
 
-from groundtrace.backfill import backfill
+from groundtrace.batch.backfill import backfill
 from groundtrace.cli import app
 from groundtrace.config import Settings
-from groundtrace.engine import Evaluator, evaluate
+from groundtrace.scoring.engine import Evaluator, evaluate
 from groundtrace.metrics.lexical import LexicalMetric
 from groundtrace.monitor import Monitor
 from groundtrace.privacy import chain_masks, load_mask, masked_items, without_text
 from groundtrace.record import InvalidInput, Record
 from groundtrace.score import Score, Span
 from groundtrace.sources import Source, SourceFilter
-from groundtrace.stream import score_stream
+from groundtrace.batch.stream import score_stream
 from tests.custom_sinks import PlainSink
 from tests.privacy_masks import hide_emails, refuse
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from groundtrace.record import Record
 from groundtrace.score import Score, ScoredRecord
-from groundtrace.tally import Tally
+from groundtrace.batch.tally import Tally
 
 
 def row(rid: str, *scores: Score) -> ScoredRecord:

@@ -48,14 +48,14 @@ sys.path.insert(0, str(ROOT / "training"))
 
 from xe.examples import fold_of  # noqa: E402
 
-from groundtrace.bench import Labelled  # noqa: E402
-from groundtrace.classification import confusion, roc_auc  # noqa: E402
+from groundtrace.measure.bench import Labelled  # noqa: E402
+from groundtrace.measure.classification import confusion, roc_auc  # noqa: E402
 from groundtrace.combine import fitting  # noqa: E402
 from groundtrace.combine.labels import fit_inputs, metric_scores  # noqa: E402
 from groundtrace.score import Score  # noqa: E402
 from groundtrace.backends.verdict import Component, LinearModel, VerdictModel  # noqa: E402
 from groundtrace.metrics.grounding import model_card  # noqa: E402
-from groundtrace.provenance import records_sha256  # noqa: E402
+from groundtrace.measure.provenance import records_sha256  # noqa: E402
 
 NAMES = ["grounding", "lexical", "facts"]
 PARAPHRASE_TRAIN = [f"paraphrase_train_{s}" for s in ("en", "en_b", "en_c", "ru", "ru_b", "ru_c", "zh", "zh_b", "zh_c")]

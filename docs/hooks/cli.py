@@ -48,7 +48,7 @@ def command_reference() -> str:
 
 
 def launcher_reference() -> str:
-    done = subprocess.run([sys.executable, "-m", "groundtrace.launcher", "--help"], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "groundtrace.monitor.launcher", "--help"], capture_output=True, text=True,
                           timeout=60, check=True, env={**os.environ, "COLUMNS": "100"})
     return "```text\n" + done.stdout.strip() + "\n```\n"
 

@@ -3,9 +3,9 @@
 from typing import TYPE_CHECKING
 
 from groundtrace.backends.verdict import VerdictFileError
-from groundtrace.engine import Evaluator, evaluate
+from groundtrace.scoring.engine import Evaluator, evaluate
 from groundtrace.errors import ConfigError, GroundtraceError, MissingExtraError, ModelUnavailableError
-from groundtrace.frame import score_frame
+from groundtrace.batch.frame import score_frame
 from groundtrace.metrics import Metric, get_metric, metric_names, register_metric
 from groundtrace.record import Record
 from groundtrace.score import Cost, Score, ScoredRecord, Span

@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from groundtrace.cli import app
-from groundtrace.labelled import labelled_from_file
-from groundtrace.review.labels import append, decide
+from groundtrace.io.labelled import labelled_from_file
+from groundtrace.io.labels import append, decide
 
 RAGTRUTH = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "ragtruth_qa_dev.jsonl"
 runner = CliRunner()

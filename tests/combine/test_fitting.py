@@ -4,7 +4,7 @@ on data whose answer is known."""
 import numpy as np
 import pytest
 
-from groundtrace.classification import roc_auc
+from groundtrace.measure.classification import roc_auc
 from groundtrace.combine.fitting import Target, calibration_error, check_labels, features, fit, measured, predict
 
 P = np.array([0.9, 0.8, 0.7, 0.4, 0.2])

@@ -3,7 +3,7 @@ cut for numbers, and errors that name the value nobody mapped."""
 
 import pytest
 
-from groundtrace.combine.label_values import SUPPORTED, UNSUPPORTED, LabelMap, LabelValueError, unmapped_error
+from groundtrace.io.label_values import SUPPORTED, UNSUPPORTED, LabelMap, LabelValueError, unmapped_error
 
 DEFAULT = LabelMap.parse()
 

@@ -17,7 +17,7 @@ import pytest
 
 from groundtrace.monitor import Monitor
 from groundtrace.record import Record
-from groundtrace.scoring_process import ScoringProcess
+from groundtrace.scoring.process import ScoringProcess
 from tests.custom_sinks import PlainSink
 
 ROOT = Path(__file__).resolve().parents[2]

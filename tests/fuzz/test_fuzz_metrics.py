@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from groundtrace.engine import Evaluator
+from groundtrace.scoring.engine import Evaluator
 from groundtrace.metrics import Metric, get_metric
 from groundtrace.record import InvalidRecord, coerce_record
 from groundtrace.score import Score

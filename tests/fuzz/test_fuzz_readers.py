@@ -13,7 +13,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from groundtrace.stream import score_stream
+from groundtrace.batch.stream import score_stream
 from groundtrace.io import count_records, read_records
 from groundtrace.score import ScoredRecord
 from tests.fuzz.strategies import json_values, odd_text, records, values, well_formed_records

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from groundtrace.engine import Evaluator
+from groundtrace.scoring.engine import Evaluator
 from groundtrace.metrics import Metric, Result
 from groundtrace.ray.batch import score_items
 

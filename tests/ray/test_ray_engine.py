@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from groundtrace.stream import score_stream
+from groundtrace.batch.stream import score_stream
 from groundtrace.io import read_jsonl
 from groundtrace.ray import score_dataset, score_records
 from groundtrace.score import ScoredRecord

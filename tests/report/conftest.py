@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from groundtrace.engine import Evaluator
+from groundtrace.scoring.engine import Evaluator
 from groundtrace.score import ScoredRecord
 from tests.conftest import shared_data
 

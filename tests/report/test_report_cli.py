@@ -7,7 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from groundtrace.cli import app
-from groundtrace.engine import Evaluator
+from groundtrace.scoring.engine import Evaluator
 from groundtrace.io import read_jsonl, read_scored, write_jsonl
 from tests.conftest import shared_data
 from tests.report.dom import marked_chars, parse

@@ -8,9 +8,9 @@ import pytest
 from typer.testing import CliRunner
 
 from groundtrace.cli import app
-from groundtrace.engine import Evaluator
+from groundtrace.scoring.engine import Evaluator
 from groundtrace.io import read_jsonl, read_scored, write_jsonl
-from groundtrace.review.labels import append, decide
+from groundtrace.io.labels import append, decide
 from tests.report.dom import parse
 from tests.report.samples import XSS, rows, score
 

@@ -2,7 +2,7 @@ import json
 
 import numpy as np
 
-from groundtrace.classification import roc_auc
+from groundtrace.measure.classification import roc_auc
 from groundtrace.record import Record
 from groundtrace.report import render_report
 from groundtrace.report.records import REASON_CHARS

@@ -16,7 +16,7 @@ from starlette.testclient import TestClient  # noqa: E402
 from groundtrace import Record  # noqa: E402
 from groundtrace.metrics import get_metric  # noqa: E402
 from groundtrace.review.app import Review, create_app  # noqa: E402
-from groundtrace.review.labels import read_decisions  # noqa: E402
+from groundtrace.io.labels import read_decisions  # noqa: E402
 from groundtrace.score import ScoredRecord  # noqa: E402
 from tests.review.samples import XSS, many, row  # noqa: E402
 

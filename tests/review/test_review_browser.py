@@ -93,7 +93,7 @@ def test_the_rates_page_slider_counts_as_bench_and_a_cell_lists_its_answers(tmp_
 
     rows = many(30)
     scores, labels = write(rows, tmp_path / "scores.jsonl"), tmp_path / "labels.jsonl"
-    from groundtrace.review.labels import append, decide
+    from groundtrace.io.labels import append, decide
 
     for scored in rows[:20]:  # labels that disagree with the default threshold now and then
         append(labels, decide(scored.id, "unsupported" if scored.scores[0].value < 0.5 else "supported"))

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("starlette")
 
-from groundtrace.review.labels import iter_decisions, read_labels  # noqa: E402
+from groundtrace.io.labels import iter_decisions, read_labels  # noqa: E402
 from tests.review.samples import many, write  # noqa: E402
 from tests.review.server import review_server  # noqa: E402
 

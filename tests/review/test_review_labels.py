@@ -9,7 +9,7 @@ import multiprocessing
 import pytest
 
 from groundtrace.errors import GroundtraceError
-from groundtrace.review.labels import LabelsFileError, append, decide, iter_decisions, read_decisions, read_labels
+from groundtrace.io.labels import LabelsFileError, append, decide, iter_decisions, read_decisions, read_labels
 
 
 def test_the_last_decision_counts_and_skips_are_not_labels(tmp_path) -> None:

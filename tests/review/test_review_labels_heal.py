@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from groundtrace.review.labels import LabelsFileError, append, decide, iter_decisions, read_decisions, read_labels
+from groundtrace.io.labels import LabelsFileError, append, decide, iter_decisions, read_decisions, read_labels
 
 
 @pytest.fixture
@@ -77,8 +77,8 @@ def test_a_crash_fragment_is_ended_not_glued_and_skipped_with_its_line_number(tm
 
 
 def test_a_fragment_in_the_middle_is_skipped_by_every_reader(tmp_path):
-    """fit, bench and report read labels through groundtrace.labelled, the review app through read_decisions."""
-    from groundtrace.labelled import read_review_labels
+    """fit, bench and report read labels through groundtrace.io.labelled, the review app through read_decisions."""
+    from groundtrace.io.labelled import read_review_labels
 
     labels = tmp_path / "labels.jsonl"
     labels.write_text('{"id": "a", "label": "unsupported"}\n{"id": "b", "la\n{"id": "c", "label": "supported"}\n'

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from groundtrace.review.labels import decide
+from groundtrace.io.labels import decide
 from groundtrace.review.queue import Filters, progress, queue
 from tests.review.samples import row
 

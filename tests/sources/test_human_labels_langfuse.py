@@ -16,7 +16,7 @@ pytest.importorskip("opentelemetry.proto")
 from typer.testing import CliRunner  # noqa: E402
 
 from groundtrace.cli import app  # noqa: E402
-from groundtrace.labelled import labelled_from_source  # noqa: E402
+from groundtrace.io.labelled import labelled_from_source  # noqa: E402
 from groundtrace.sources import open_source  # noqa: E402
 from groundtrace.sources.human_labels import read_human_labels  # noqa: E402
 from tests.sources.test_source_langfuse import PROJECT, PUBLIC, SECRET, langfuse_app  # noqa: E402, F401 - a fixture

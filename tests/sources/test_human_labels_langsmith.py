@@ -18,7 +18,7 @@ from platform_app import run_requests  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from groundtrace.cli import app  # noqa: E402
-from groundtrace.labelled import labelled_from_source  # noqa: E402
+from groundtrace.io.labelled import labelled_from_source  # noqa: E402
 from groundtrace.sources import open_source  # noqa: E402
 from groundtrace.sources.human_labels import read_human_labels  # noqa: E402
 from tests.sources.test_source_langsmith import API_KEY, PROJECT_ID, FakeLangSmith  # noqa: E402

@@ -14,8 +14,8 @@ mlflow = pytest.importorskip("mlflow")
 from typer.testing import CliRunner  # noqa: E402
 
 from groundtrace.cli import app  # noqa: E402
-from groundtrace.combine.label_values import LabelMap  # noqa: E402
-from groundtrace.labelled import labelled_from_source  # noqa: E402
+from groundtrace.io.label_values import LabelMap  # noqa: E402
+from groundtrace.io.labelled import labelled_from_source  # noqa: E402
 from groundtrace.sources import open_source  # noqa: E402
 from groundtrace.sources.human_labels import read_human_labels  # noqa: E402
 from tests.mlflow_store import sqlite_tracking  # noqa: E402

@@ -17,7 +17,7 @@ pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 from typer.testing import CliRunner  # noqa: E402
 
 from groundtrace.cli import app  # noqa: E402
-from groundtrace.labelled import labelled_from_source  # noqa: E402
+from groundtrace.io.labelled import labelled_from_source  # noqa: E402
 from groundtrace.sources import open_source  # noqa: E402
 from groundtrace.sources.human_labels import read_human_labels  # noqa: E402
 from tests.sources.apps import InMemorySpanExporter, Traffic, log_traffic, tracer_provider  # noqa: E402

@@ -8,7 +8,7 @@ from collections import Counter
 
 import numpy as np
 
-from groundtrace.classification import roc_auc
+from groundtrace.measure.classification import roc_auc
 from training.synth import overlap  # share of the answer's word tokens found in the contexts
 
 

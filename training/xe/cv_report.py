@@ -24,7 +24,7 @@ from xe.data import read_jsonl  # noqa: E402
 from xe.examples import DATA  # noqa: E402
 
 from groundtrace.detector.aggregate import answer_probability, claim_probabilities  # noqa: E402
-from groundtrace.classification import best_f1_threshold, confusion, reliability, roc_auc  # noqa: E402
+from groundtrace.measure.classification import best_f1_threshold, confusion, reliability, roc_auc  # noqa: E402
 
 
 def aggregate(p: np.ndarray, how: str) -> float:

@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT / "training"))
 
 from xe.cv_report import cross_validated  # noqa: E402
 
-from groundtrace.classification import roc_auc  # noqa: E402
+from groundtrace.measure.classification import roc_auc  # noqa: E402
 
 G2_CV_AUC = 0.784  # docs/benchmarks/grounding-model-card.md: grounding-2's out-of-fold AUC (max), the only CV it has
 G2_THRESHOLD = 0.5149  # grounding-2's card threshold (its maximum word token)

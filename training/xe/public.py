@@ -27,7 +27,7 @@ import numpy as np
 from xe import data, polarity
 from xe.jsonxz import read_xz
 
-from groundtrace.classification import roc_auc
+from groundtrace.measure.classification import roc_auc
 from groundtrace.text.tokenize import words
 
 PUBLIC = Path(__file__).resolve().parents[1] / "data" / "public"

@@ -8,7 +8,7 @@ from importlib.metadata import entry_points
 import pytest
 from groundtrace import Record
 from groundtrace.capture import kit as capture
-from groundtrace.autoinstrument import instrument_all
+from groundtrace.monitor.autoinstrument import instrument_all
 from li_support import ANSWER, QUESTION, TOP_K, ScriptedLLM, our_handlers, our_span_handler
 from llama_index.core.instrumentation import get_dispatcher
 

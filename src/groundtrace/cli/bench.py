@@ -66,7 +66,7 @@ def bench_command(
         "--by", help="Also break the figures down by this key of the records (repeatable); 'session' names session_id.")] = None,
 ) -> None:
     """Measure metrics against labels: precision, recall, F1, ROC AUC, balanced accuracy, speed."""
-    from groundtrace.bench import run_bench
+    from groundtrace.measure.bench import run_bench
 
     with progress_bar() as progress:
         def tick(name: str, total: int):

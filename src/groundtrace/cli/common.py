@@ -24,7 +24,7 @@ from groundtrace.redaction import redact
 from groundtrace.score import ScoredRecord
 
 if TYPE_CHECKING:
-    from groundtrace.tally import Tally
+    from groundtrace.batch.tally import Tally
 
 console = Console(stderr=True)
 out = Console()
@@ -100,7 +100,7 @@ SchemaOption = Annotated[Optional[str], typer.Option(
 
 
 def engine_options(engine: str, address: str | None, actors: int, batch_size: int) -> dict[str, Any]:
-    """What groundtrace.stream.score_stream takes besides the records: the engine, and Ray's settings."""
+    """What groundtrace.batch.stream.score_stream takes besides the records: the engine, and Ray's settings."""
     if engine == "ray":
         from groundtrace._extras import require_extra
 

@@ -64,7 +64,7 @@ def fit_command(
     from groundtrace.combine.labels import fit_inputs, metric_scores
     from groundtrace.io import read_scored
     from groundtrace.score import scores_by_id
-    from groundtrace.provenance import records_sha256
+    from groundtrace.measure.provenance import records_sha256
 
     names = metrics or DEFAULT_COMPONENTS
     try:

@@ -13,8 +13,8 @@ import typer
 from groundtrace.cli.common import existing_store, json_or_text, labels_path_for
 
 if TYPE_CHECKING:
-    from groundtrace.bench import Labelled
-    from groundtrace.labelled import LabelCount
+    from groundtrace.io.labelled import LabelCount
+    from groundtrace.io.labelled import Labelled
     from groundtrace.score import Score
 
 FromOption = Annotated[Optional[str], typer.Option(
@@ -68,10 +68,14 @@ def read_labelled(input_path: Path | None, source: str | None, labels: Path | No
                   by: Sequence[str] = ()) -> LabelledInput:
     """The labelled records the options name. Raises ValueError (a usage error, a value no label maps),
     FileNotFoundError, KeyError (an unknown source) or the source's own errors."""
-    from groundtrace.bench import load_labelled
-    from groundtrace.combine.label_values import LabelMap
     from groundtrace.io import is_scores_file
-    from groundtrace.labelled import labelled_from_file, labelled_from_source
+    from groundtrace.io.label_values import LabelMap
+    from groundtrace.io.labelled import (
+        labelled_from_file,
+        labelled_from_source,
+        stored_scores,
+    )
+    from groundtrace.measure.bench import load_labelled
 
     if input_path is not None and source is not None:
         raise ValueError("give a file of records or --from SOURCE (one of the two)")
@@ -89,9 +93,9 @@ def read_labelled(input_path: Path | None, source: str | None, labels: Path | No
             labels = labels_path_for(input_path)  # where `groundtrace review` wrote them
         if labels is None:
             return LabelledInput(load_labelled(input_path, limit=limit, schema=schema, by=by), input_path.name,
-                                 input_path, None, _stored(input_path))
+                                 input_path, None, stored_scores(input_path))
         items, count = labelled_from_file(input_path, labels, limit=limit, schema=schema, by=by)
-        return LabelledInput(items, input_path.name, input_path, count, _stored(input_path))
+        return LabelledInput(items, input_path.name, input_path, count, stored_scores(input_path))
     if schema is not None:
         raise ValueError("--schema is the layout of a file; a --from source has its own")
     if labels is not None and any(value is not None for value in (label_name, label_map, below, above)):
@@ -100,13 +104,6 @@ def read_labelled(input_path: Path | None, source: str | None, labels: Path | No
     items, count = labelled_from_source(source, label_name=label_name, label_map=mapping, labels_path=labels,
                                         limit=limit, by=by, source_options=source_options(source_option))
     return LabelledInput(items, source, None, count)
-
-
-def _stored(path: Path) -> dict[str, dict[str, Score]] | None:
-    from groundtrace.io import is_scores_file, read_scored
-    from groundtrace.score import scores_by_id
-
-    return scores_by_id(read_scored(path)) if is_scores_file(path) else None
 
 
 def source_options(pairs: Sequence[str] | None) -> dict[str, Any]:

@@ -18,7 +18,7 @@ TRACE_URL_HELP = ("A link per record to its trace: a URL template with {trace_id
 def is_review_labels(path: Path) -> bool:
     """Whether ``path`` is a `groundtrace review` labels file (JSON lines of decisions) rather than a
     labelled file of records (JSONL, CSV or Parquet with a 0/1 ``label``): its first line tells."""
-    from groundtrace.review.labels import CHOICES
+    from groundtrace.io.labels import CHOICES
 
     if path.suffix.lower() in (".csv", ".parquet", ".pq"):
         return False
@@ -33,7 +33,7 @@ def is_review_labels(path: Path) -> bool:
 
 def review_labels(path: Path) -> dict[str, Mapping[str, Any]]:
     """A review labels file as the report's labelled rows: {id: {"label": 0/1}}, the skips left out."""
-    from groundtrace.review.labels import read_labels
+    from groundtrace.io.labels import read_labels
 
     return {key: {"label": label} for key, label in read_labels(path).items()}
 

@@ -43,17 +43,17 @@ from groundtrace.config import Settings
 from groundtrace.score import ScoredRecord
 
 if TYPE_CHECKING:
-    from groundtrace.gate import Gate
-    from groundtrace.tally import Tally
+    from groundtrace.batch.gate import Gate
+    from groundtrace.batch.tally import Tally
 
 
 def score_file(input_path: str, metrics: Sequence[str] | str | None, output: Path | None, workers: int, options: dict,
                 sinks: str | None = None, engine: dict[str, Any] | None = None, keep: int = 0,
                 schema: str | None = None) -> Tally:
-    from groundtrace.stream import score_stream
+    from groundtrace.batch.stream import score_stream
     from groundtrace.io import count_records, map_rows, read_jsonl, read_layout
     from groundtrace.sinks import emit_all
-    from groundtrace.tally import Tally
+    from groundtrace.batch.tally import Tally
 
     # the configuration is read first (a bad variable is named before any file is opened), the layout is
     # settled (or the file refused) before a sink is built or a record scored; a file is streamed (counted
@@ -140,11 +140,11 @@ def command_line_sinks(names: str | None, settings: Any = None) -> list[Any]:
 def _backfill(spec: str, metrics: Sequence[str] | str | None, output: Path | None, workers: int, options: dict, sinks: str | None,
               filters: Any, rescore: bool, source_options: dict[str, Any],
               engine: dict[str, Any], keep: int = 0) -> tuple[Tally, Any]:
-    from groundtrace.backfill import backfill
-    from groundtrace.engine import build_metrics, metric_specs
-    from groundtrace.stream import preflight, score_stream
+    from groundtrace.batch.backfill import backfill
+    from groundtrace.scoring.engine import build_metrics, metric_specs
+    from groundtrace.batch.stream import preflight, score_stream
     from groundtrace.sources import open_source
-    from groundtrace.tally import Tally
+    from groundtrace.batch.tally import Tally
 
     settings = Settings.from_env()
     names = [name for name, _ in metric_specs(metrics, options, settings)]
@@ -218,7 +218,7 @@ def score_command(
         if source is not None and schema is not None:
             raise ValueError("--schema is the layout of a file; a --from source has its own")
         options = parse_options(option)
-        from groundtrace.engine import metric_specs
+        from groundtrace.scoring.engine import metric_specs
 
         # the metrics and gates are checked before anything is read: a typo costs no scoring
         gates = _gates(max_flagged, [name for name, _ in metric_specs(metrics, options)])
@@ -262,7 +262,7 @@ def score_command(
 
 def _gates(specs: Sequence[str] | None, scored: Sequence[str]) -> list[Gate]:
     """The --max-flagged gates, each on one of the ``scored`` metrics."""
-    from groundtrace.gate import Gate
+    from groundtrace.batch.gate import Gate
 
     gates = [Gate.parse(spec) for spec in specs or []]
     for gate in gates:

@@ -29,7 +29,7 @@ def synth_command(
 
     from groundtrace.backends.judge import JudgeClient, JudgeError
     from groundtrace.io import read_jsonl
-    from groundtrace.synth_hallucinations import SynthStats, synthesize
+    from groundtrace.measure.synth_hallucinations import SynthStats, synthesize
 
     stats = SynthStats()
     try:

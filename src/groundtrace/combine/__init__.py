@@ -6,6 +6,6 @@
 - :mod:`groundtrace.combine.fitting`: fitting that file on labelled records (scikit-learn), with
   cross-validated figures, bootstrap intervals and a learning curve (``groundtrace fit``);
 - :mod:`groundtrace.combine.labels`: the metrics' values on a labelled file, scored or read back.
-- :mod:`groundtrace.combine.label_values`: a person's label as the platforms keep it (a boolean, a number, a
-  category) turned into fit's 0/1; :mod:`groundtrace.labelled` joins labels with records.
+- :mod:`groundtrace.io.label_values`: a person's label as the platforms keep it (a boolean, a number, a
+  category) turned into fit's 0/1; :mod:`groundtrace.io.labelled` joins labels with records.
 """

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from groundtrace._extras import missing_extra
-from groundtrace.classification import best_f1_threshold, confusion, roc_auc
+from groundtrace.measure.classification import best_f1_threshold, confusion, roc_auc
 from groundtrace.backends.verdict import Cascade, Component, LinearModel, VerdictModel
 
 MIN_RECORDS = 30  # below this, or below MIN_PER_CLASS of a class, the fit is refused

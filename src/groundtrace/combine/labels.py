@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from groundtrace.bench import Labelled, record_id, scores_for
+from groundtrace.measure.bench import Labelled, record_id, scores_for
 from groundtrace.metrics import get_metric
 from groundtrace.score import Score
 from groundtrace.text.lang import guess_language

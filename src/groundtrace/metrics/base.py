@@ -93,7 +93,7 @@ class Metric:
     def preflight(self) -> None:
         """Raise, with a message that says what to do, when this metric cannot run at all here (a model that
         is not on this machine and may not be downloaded, a missing extra). Cheap: loads nothing. The batch
-        engines ask before the first record (groundtrace.stream); the Monitor asks when its workers start, says
+        engines ask before the first record (groundtrace.batch.stream); the Monitor asks when its workers start, says
         once what failed, and every record gets it as its error Score: the application sees nothing."""
 
     def prepare(self) -> None:

@@ -73,7 +73,7 @@ class GroundingMetric(Metric):
 
     @property
     def trained_on(self) -> list[dict[str, str]]:
-        """The files the shipped model was trained on, from its card (see groundtrace.provenance): the bench
+        """The files the shipped model was trained on, from its card (see groundtrace.measure.provenance): the bench
         marks its numbers on them as in-sample."""
         return list(model_card().get("trained_on", []))
 

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from groundtrace.engine import Evaluator, Selector
+from groundtrace.scoring.engine import Evaluator, Selector
 from groundtrace.metrics import Metric
 from groundtrace.ray.rows import decode, rows_from_records
 from groundtrace.score import Score, ScoredRecord

@@ -5,7 +5,7 @@ away may be ended by Ray itself, and that must never be the application. The chi
 (``python -m groundtrace.ray.live``) joins the cluster, starts one actor that builds the metrics
 once, then takes one batch per line on stdin (a JSON list of Records) and answers one line (each
 record's Scores, or ``{"error": ...}``). RayScorer is a
-:class:`groundtrace.scoring_process.ChildProcess` (``warm_up``, ``close``) whose ``score_many``
+:class:`groundtrace.scoring.process.ChildProcess` (``warm_up``, ``close``) whose ``score_many``
 returns each record's Scores, so the Monitor's contract holds unchanged; whatever goes wrong (no
 cluster, a dead child or actor, a timeout) becomes error Scores for the batch, which the Monitor
 counts as failed. The mask runs and the sinks deliver in the application (the cluster may be another
@@ -23,7 +23,7 @@ from typing import Any
 from groundtrace.ray.batch import BatchScorer, score_items
 from groundtrace.record import Record
 from groundtrace.score import Score
-from groundtrace.scoring_process import _READY, ChildProcess, _pipe
+from groundtrace.scoring.process import _READY, ChildProcess, _pipe
 
 
 class RayScorer(ChildProcess):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Se
 from itertools import islice
 from typing import Any
 
-from groundtrace.engine import Selector, metric_specs
+from groundtrace.scoring.engine import Selector, metric_specs
 from groundtrace.metrics import Metric, metric_class
 from groundtrace.ray.batch import BatchScorer
 from groundtrace.ray.cluster import connect

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from groundtrace.engine import Selector
+from groundtrace.scoring.engine import Selector
 from groundtrace.record import InvalidInput, InvalidRecord, Record, coerce_record, salvage_id
 from groundtrace.redaction import get_logger
 

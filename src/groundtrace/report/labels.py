@@ -27,7 +27,7 @@ class Gold:
 
 
 def load_labels(path: str | Path, schema: str | None = None) -> dict[str, Mapping[str, Any]]:
-    """The rows of a labelled file (JSON Lines, CSV or Parquet, in any layout of groundtrace.layouts;
+    """The rows of a labelled file (JSON Lines, CSV or Parquet, in any layout of groundtrace.io.layouts;
     ``schema`` forces one) by id; rows without an id cannot be joined and are skipped."""
     rows: dict[str, Mapping[str, Any]] = {}
     for row in read_layout(path, schema, require_answer=False).rows:  # labels alone (id, label, spans) will do

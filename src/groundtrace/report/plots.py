@@ -1,7 +1,7 @@
 """The geometry of the report's plots, in SVG pixels; the template draws it.
 
 Numbers only leave this module, so all text that reaches the SVG passes through the template's
-escaping. The curves themselves come from groundtrace.classification.
+escaping. The curves themselves come from groundtrace.measure.classification.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
-from groundtrace.classification import reliability, roc_auc, roc_curve
+from groundtrace.measure.classification import reliability, roc_auc, roc_curve
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from groundtrace.classification import confusion, roc_auc
+from groundtrace.measure.classification import confusion, roc_auc
 from groundtrace.score import Score, ScoredRecord
 
 DEFAULT_THRESHOLD = 0.5  # for a metric whose Scores name no threshold (none of groundtrace's do that)

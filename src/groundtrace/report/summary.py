@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from groundtrace.classification import Confusion, confusion
+from groundtrace.measure.classification import Confusion, confusion
 from groundtrace.report.labels import Gold
 from groundtrace.report.plots import (
     Histogram,

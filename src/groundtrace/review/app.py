@@ -23,7 +23,7 @@ from typing import Any
 
 from groundtrace.review.evidence import checked_claims
 from groundtrace.report.trace_links import check_template, trace_link
-from groundtrace.review.labels import CHOICES, Decision, append, decide, read_decisions, read_labels
+from groundtrace.io.labels import CHOICES, Decision, append, decide, read_decisions, read_labels
 from groundtrace.review.queue import Filters, Item, item_of, progress, queue
 from groundtrace.score import Score, ScoredRecord
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundtrace.combine.fitting import MIN_PER_CLASS, MIN_RECORDS
-from groundtrace.review.labels import SKIP, UNSUPPORTED, Decision
+from groundtrace.io.labels import SKIP, UNSUPPORTED, Decision
 from groundtrace.score import Score, ScoredRecord
 
 BAND = 0.1  # |value - threshold| within which a verdict is "near the line"

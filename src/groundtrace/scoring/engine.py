@@ -1,5 +1,5 @@
 """Evaluator: run several metrics over many records with bounded concurrency, in input order: the
-local engine. Choosing between it and Ray is groundtrace.stream's (Ray's engine builds on this one)."""
+local engine. Choosing between it and Ray is groundtrace.batch.stream's (Ray's engine builds on this one)."""
 
 from __future__ import annotations
 

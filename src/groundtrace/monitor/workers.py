@@ -4,7 +4,7 @@ A worker waits for a record, lingers a moment (``linger_s``) and takes what queu
 the application hands its GIL to the worker once per batch, not once per record. Then, by isolation:
 
 - "process": the batch goes to the worker's scoring process, which masks, scores and delivers
-  (groundtrace.scoring_process); here only the application's own sinks are fed, if it has any;
+  (groundtrace.scoring.process); here only the application's own sinks are fed, if it has any;
 - "ray": the records (masked here) go to a Ray actor; the Scores come back and the sinks run here;
 - "thread": the metrics run here, each under its timeout in a thread pool; the sinks run here.
 
@@ -23,14 +23,14 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-from groundtrace.cpu_budget import CpuBudget
+from groundtrace.monitor.cpu_budget import CpuBudget
 from groundtrace.metrics import Metric
 from groundtrace.privacy import Mask, chain_masks, mask_reference, take_in, text_free_record
 from groundtrace.record import InvalidInput, PendingRecord, Record, bound_record, placeholder_record, realize
 from groundtrace.redaction import RateLimitedWarning, get_logger
 from groundtrace.score import Score
-from groundtrace.scoring_child import flagged_mask, warm_up_all
-from groundtrace.scoring_process import Item, Outcome, ScoringProcess
+from groundtrace.scoring.child import flagged_mask, warm_up_all
+from groundtrace.scoring.process import Item, Outcome, ScoringProcess
 from groundtrace.sinks.lanes import Lanes
 from groundtrace.sinks.default_store import announce
 from groundtrace.telemetry.evaluations import Evaluations, failed, summarize

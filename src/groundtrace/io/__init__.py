@@ -1,4 +1,4 @@
-"""Reading records (JSON Lines, CSV, Parquet; in any layout of :mod:`groundtrace.layouts`) and
+"""Reading records (JSON Lines, CSV, Parquet; in any layout of :mod:`groundtrace.io.layouts`) and
 writing scored records as JSON Lines."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, BinaryIO, TextIO
 from pydantic import ValidationError
 
 from groundtrace._extras import missing_extra
-from groundtrace.layouts import Layout, resolve
+from groundtrace.io.layouts import Layout, resolve
 from groundtrace.record import InvalidInput
 from groundtrace.redaction import get_logger
 from groundtrace.score import ScoredRecord
@@ -150,7 +150,7 @@ class LayoutRows:
 def map_rows(rows: Iterable[Mapping[str, Any] | InvalidInput], schema: str | None = None,
              where: str = "the records", require_answer: bool = True) -> LayoutRows:
     """``rows`` in groundtrace's names, through the layout ``schema`` names or the one their keys fit
-    (:func:`groundtrace.layouts.resolve`). A :class:`~groundtrace.layouts.LayoutError` is raised here,
+    (:func:`groundtrace.io.layouts.resolve`). A :class:`~groundtrace.io.layouts.LayoutError` is raised here,
     before any row is handed on: a file in no layout, or in two, is never scored into empty scores.
     ``require_answer=False``: a file of labels (id, label, spans), which may hold no answer at all."""
     iterator = iter(rows)

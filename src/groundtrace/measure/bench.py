@@ -20,57 +20,17 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from groundtrace.classification import best_f1_threshold, confusion, roc_auc
-from groundtrace.engine import build_metrics
+from groundtrace.batch.stream import preflight, score_stream
 from groundtrace.io import read_layout
+from groundtrace.io.labelled import (
+    Labelled,
+    load_labelled,
+)
+from groundtrace.measure.classification import best_f1_threshold, confusion, roc_auc
+from groundtrace.measure.provenance import records_sha256, trained_on, training_file
 from groundtrace.metrics import Metric
-from groundtrace.provenance import records_sha256, trained_on, training_file
-from groundtrace.record import InvalidInput
 from groundtrace.score import Score
-from groundtrace.stream import preflight, score_stream
-
-
-@dataclass
-class Labelled:
-    raw: Mapping[str, Any]
-    label: int
-    groups: dict[str, str]
-
-
-# the keys every bench breaks its figures down by; ``by`` adds others (a conversation, a customer)
-GROUP_KEYS = ("task", "language")
-# short names for Record fields a user may break figures down by
-_BY_ALIASES = {"session": "session_id", "conversation": "session_id"}
-
-
-def group_keys(by: Sequence[str] = ()) -> tuple[str, ...]:
-    """The row keys a bench groups by: task and language, then ``by`` ('session' names session_id)."""
-    return tuple(dict.fromkeys([*GROUP_KEYS, *(_BY_ALIASES.get(key, key) for key in by)]))
-
-
-def load_labelled(path: str | Path, limit: int | None = None, schema: str | None = None,
-                  by: Sequence[str] = ()) -> list[Labelled]:
-    """The labelled rows of ``path`` (JSON Lines, CSV or Parquet, in any layout of groundtrace.layouts;
-    ``schema`` forces one), each under groundtrace's names with its 0/1 ``label`` and its groups
-    (see :func:`group_keys`)."""
-    keys = group_keys(by)
-    items: list[Labelled] = []
-    for row in read_layout(path, schema).rows:
-        if isinstance(row, InvalidInput):
-            raise ValueError(f"{path}: {row.message}")
-        label = row.get("label")
-        if label not in (0, 1, True, False):
-            raise ValueError(f"{path}: record {row.get('id')!r} has no 0/1 'label' (got {label!r}); "
-                             "or give the labels apart: --labels FILE (a `groundtrace review` labels file)")
-        items.append(labelled(row, int(label), keys))
-        if limit and len(items) >= limit:
-            break
-    return items
-
-
-def labelled(row: Mapping[str, Any], label: int, keys: Sequence[str] = GROUP_KEYS) -> Labelled:
-    """A record under groundtrace's names with its 0/1 label, grouped by ``keys`` (see :func:`group_keys`)."""
-    return Labelled(row, label, {key: str(row[key]) for key in keys if row.get(key) not in (None, "")})
+from groundtrace.scoring.engine import build_metrics
 
 
 def _reset_caches(metric: Metric) -> None:
@@ -86,7 +46,7 @@ def _reset_caches(metric: Metric) -> None:
 def score_all(metric: Metric, items: Sequence[Labelled], progress: Callable[[], None] | None = None,
               engine: Mapping[str, Any] | None = None, options: Mapping[str, Any] | None = None) -> tuple[list[Score], float]:
     """``metric``'s Scores of ``items``, in order, and the seconds they took. ``engine``: the keywords
-    of :func:`groundtrace.stream.score_stream` (default: this process, with ``metric`` itself); on
+    of :func:`groundtrace.batch.stream.score_stream` (default: this process, with ``metric`` itself); on
     Ray the actors rebuild the metric from its name and ``options``, and the seconds include their start."""
     if engine and engine.get("engine", "local") != "local":
         started = time.perf_counter()
@@ -189,7 +149,7 @@ class BenchResult:
     spans: dict[str, float] | None = None  # character-overlap precision/recall/F1 against gold spans
     scores: list[Score] = field(default_factory=list, repr=False)
     labels: list[int] = field(default_factory=list, repr=False)
-    #: the training file of the metric this file is (see groundtrace.provenance): its numbers are in-sample
+    #: the training file of the metric this file is (see groundtrace.measure.provenance): its numbers are in-sample
     trained_on: dict[str, str] | None = None
     #: how many of the scores were read from a scores file rather than scored here
     read: int = 0
@@ -330,7 +290,7 @@ def run_bench(
     file, read from a platform with its human labels; ``path``, when given, is still the file they came
     from); ``progress(metric_name, total)`` may return a tick callback.
     ``by``: row keys to break the figures down by besides task and language ('session': session_id).
-    ``engine``: where the records are scored, as keywords of :func:`groundtrace.stream.score_stream`
+    ``engine``: where the records are scored, as keywords of :func:`groundtrace.batch.stream.score_stream`
     (e.g. ``{"engine": "ray", "actors": 2}``; default: this process). ``schema``: the layout of both
     files (default: detected from each file's keys). ``stored``: Scores already computed, record id -> metric
     name -> Score (:func:`groundtrace.score.scores_by_id` of a scores file): a metric given no options reuses

@@ -1,10 +1,10 @@
-"""Where `fit` and `bench` get labelled records, besides a file with a ``label`` field:
+"""Where `fit` and `bench` get labelled records: a file with a ``label`` field (:func:`load_labelled`), or
 
 - a file of records joined by record id with a review labels file (``--labels FILE``, what
   `groundtrace review` writes): the last decision of an id counts, skips and records without a
   decision are left out and counted;
 - the records of a platform (``--from``), labelled by the human labels the platform keeps under one
-  name (``--label-name``), mapped to 0/1 by a :class:`~groundtrace.combine.label_values.LabelMap`; or
+  name (``--label-name``), mapped to 0/1 by a :class:`~groundtrace.io.label_values.LabelMap`; or
   joined with a labels file, as a file's records are.
 
 Each returns the labelled records in the order they were read, and a :class:`LabelCount` that says
@@ -18,10 +18,53 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from groundtrace.bench import Labelled, group_keys, labelled
-from groundtrace.combine.label_values import LabelMap, LabelValueError, unmapped_error
 from groundtrace.io import read_layout
+from groundtrace.io.label_values import LabelMap, LabelValueError, unmapped_error
 from groundtrace.record import InvalidInput
+from groundtrace.score import Score, scores_by_id
+
+
+@dataclass
+class Labelled:
+    raw: Mapping[str, Any]
+    label: int
+    groups: dict[str, str]
+
+
+# the keys every bench breaks its figures down by; ``by`` adds others (a conversation, a customer)
+GROUP_KEYS = ("task", "language")
+# short names for Record fields a user may break figures down by
+_BY_ALIASES = {"session": "session_id", "conversation": "session_id"}
+
+
+def group_keys(by: Sequence[str] = ()) -> tuple[str, ...]:
+    """The row keys a bench groups by: task and language, then ``by`` ('session' names session_id)."""
+    return tuple(dict.fromkeys([*GROUP_KEYS, *(_BY_ALIASES.get(key, key) for key in by)]))
+
+
+def load_labelled(path: str | Path, limit: int | None = None, schema: str | None = None,
+                  by: Sequence[str] = ()) -> list[Labelled]:
+    """The labelled rows of ``path`` (JSON Lines, CSV or Parquet, in any layout of groundtrace.io.layouts;
+    ``schema`` forces one), each under groundtrace's names with its 0/1 ``label`` and its groups
+    (see :func:`group_keys`)."""
+    keys = group_keys(by)
+    items: list[Labelled] = []
+    for row in read_layout(path, schema).rows:
+        if isinstance(row, InvalidInput):
+            raise ValueError(f"{path}: {row.message}")
+        label = row.get("label")
+        if label not in (0, 1, True, False):
+            raise ValueError(f"{path}: record {row.get('id')!r} has no 0/1 'label' (got {label!r}); "
+                             "or give the labels apart: --labels FILE (a `groundtrace review` labels file)")
+        items.append(labelled(row, int(label), keys))
+        if limit and len(items) >= limit:
+            break
+    return items
+
+
+def labelled(row: Mapping[str, Any], label: int, keys: Sequence[str] = GROUP_KEYS) -> Labelled:
+    """A record under groundtrace's names with its 0/1 label, grouped by ``keys`` (see :func:`group_keys`)."""
+    return Labelled(row, label, {key: str(row[key]) for key in keys if row.get(key) not in (None, "")})
 
 
 @dataclass(frozen=True)
@@ -57,7 +100,7 @@ class LabelCount:
 def read_review_labels(path: str | Path) -> tuple[dict[str, int], set[str]]:
     """A review labels file: record id -> 0/1, and the ids whose last decision is a skip. A file that
     is not there is an error here (the review app starts one; fit cannot)."""
-    from groundtrace.review.labels import read_decisions
+    from groundtrace.io.labels import read_decisions
 
     if not Path(path).is_file():
         raise FileNotFoundError(f"labels file {path} does not exist (`groundtrace review` writes one as you label)")
@@ -147,3 +190,11 @@ def labelled_from_source(spec: str, *, label_name: str | None = None, label_map:
 
 
 __all__ = ["LabelCount", "join", "labelled_from_file", "labelled_from_source", "read_review_labels"]
+
+
+def stored_scores(path: str | Path) -> dict[str, dict[str, Score]] | None:
+    """A scores file's own Scores, record id -> metric -> Score (None: ``path`` holds records, not scores): what
+    a bench or fit on the file reuses instead of scoring again."""
+    from groundtrace.io import is_scores_file, read_scored
+
+    return scores_by_id(read_scored(path)) if is_scores_file(path) else None

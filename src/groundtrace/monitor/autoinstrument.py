@@ -11,7 +11,7 @@ from importlib.metadata import entry_points
 from groundtrace.config import Settings
 from groundtrace.redaction import get_logger
 
-log = get_logger("groundtrace.autoinstrument")
+log = get_logger("groundtrace.monitor.autoinstrument")
 
 
 def instrument_all(*, force: bool = False) -> list[str]:

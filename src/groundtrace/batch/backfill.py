@@ -32,7 +32,7 @@ from groundtrace.sinks import emit_all, flush_sinks
 from groundtrace.sources import SCORED_KEY, Source, SourceFilter
 from groundtrace.sources.spans import FILTERED
 
-log = get_logger("groundtrace.backfill")
+log = get_logger("groundtrace.batch.backfill")
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """Batch scoring on the chosen engine: :func:`score_stream`, the one place the command line, the bench
-and any other batch path choose between this process (groundtrace.engine's Evaluator) and a Ray
+and any other batch path choose between this process (groundtrace.scoring.engine's Evaluator) and a Ray
 cluster (groundtrace.ray, imported only when chosen).
 
 It sits above both: the Ray engine builds on the local one, and neither imports this module, so
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from groundtrace.engine import Evaluator, Selector, build_metrics
+from groundtrace.scoring.engine import Evaluator, Selector, build_metrics
 from groundtrace.metrics import Metric
 from groundtrace.privacy import Mask, load_mask, masked_items
 from groundtrace.score import ScoredRecord
@@ -32,11 +32,11 @@ def score_stream(
 ) -> Iterator[ScoredRecord]:
     """Score ``items`` on the chosen engine, in input order.
 
-    ``engine="local"`` (default): an :class:`~groundtrace.engine.Evaluator` with ``workers`` threads.
+    ``engine="local"`` (default): an :class:`~groundtrace.scoring.engine.Evaluator` with ``workers`` threads.
     ``engine="ray"``: :func:`groundtrace.ray.score_records`, which takes ``ray_options`` (``address``,
     ``actors``, ``batch_size``, ...) and metrics by name only. ``select(record)``: the metrics to run on
     a record. ``mask``: applied here, on this machine, before any engine sees a record (see
-    :class:`~groundtrace.engine.Evaluator`)."""
+    :class:`~groundtrace.scoring.engine.Evaluator`)."""
     if engine == "local":
         if ray_options:
             raise ValueError(f"{', '.join(sorted(ray_options))}: options of the ray engine, not of the local one")

@@ -23,7 +23,7 @@ def _chain_to_the_applications_sitecustomize() -> None:
 
 
 try:
-    from groundtrace.autoinstrument import instrument_all
+    from groundtrace.monitor.autoinstrument import instrument_all
 
     instrument_all()
 except Exception as error:  # the application must start whatever happens here

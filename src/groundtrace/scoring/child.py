@@ -1,6 +1,6 @@
-"""The scoring process (``python -m groundtrace.scoring_child``): what a Monitor hands off its process.
+"""The scoring process (``python -m groundtrace.scoring.child``): what a Monitor hands off its process.
 
-For each record the application handed over (see :mod:`groundtrace.scoring_process` for the
+For each record the application handed over (see :mod:`groundtrace.scoring.process` for the
 protocol): validate it, apply the mask (the application's own, loaded here by name), score it,
 strip its text when ``capture_text`` is off, deliver the Scores to the sinks built here, and answer
 with one short line (the Scores too, when the application has sinks of its own). It runs at the
@@ -20,7 +20,7 @@ from typing import IO, Any
 
 from groundtrace._extras import MissingExtraError
 from groundtrace.config import Settings
-from groundtrace.engine import build_metrics
+from groundtrace.scoring.engine import build_metrics
 from groundtrace.privacy import Mask, chain_masks, load_mask, take_in, without_text
 from groundtrace.record import InvalidInput, Record, placeholder_record
 from groundtrace.redaction import get_logger, redact
@@ -28,7 +28,7 @@ from groundtrace.score import Score
 from groundtrace.sinks import build_sinks, close_sinks, emit_all, flush_sinks
 from groundtrace.telemetry.evaluations import summarize
 
-log = get_logger("groundtrace.scoring_child")
+log = get_logger("groundtrace.scoring.child")
 #: the niceness the scoring process asks for (19: the lowest priority an unprivileged process gets)
 NICENESS = 19
 

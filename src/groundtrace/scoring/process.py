@@ -1,6 +1,6 @@
 """Scoring in a child process: the application hands each record over once, and the child does the rest.
 
-The child is a plain ``python -m groundtrace.scoring_child`` (not multiprocessing: a spawned
+The child is a plain ``python -m groundtrace.scoring.child`` (not multiprocessing: a spawned
 multiprocessing child re-imports the application's main module, which re-runs an unguarded script),
 at the lowest CPU priority the system grants (``os.nice``). What the application's process does per
 record is one JSON serialisation of it (pydantic's, in Rust) into a batch written to the child's
@@ -48,7 +48,7 @@ from groundtrace.redaction import get_logger
 from groundtrace.score import Score
 from groundtrace.telemetry.evaluations import Evaluations
 
-log = get_logger("groundtrace.scoring_process")
+log = get_logger("groundtrace.scoring.process")
 
 _READY = "ready"
 #: how long the sinks of one record may take in the child (each built-in sink bounds its own calls)
@@ -78,7 +78,8 @@ class ChildProcess:
     def _start(self) -> subprocess.Popen[bytes]:
         env = dict(os.environ)
         env["GROUNDTRACE_ENABLED"] = "0"  # the child scores; it must not instrument itself
-        bootstrap = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")
+        # groundtrace-run's folder (groundtrace.monitor.launcher): the child must not start it again
+        bootstrap = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "monitor", "_bootstrap")
         paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and os.path.abspath(p) != bootstrap]
         env["PYTHONPATH"] = os.pathsep.join(paths)
         env["PYTHONUNBUFFERED"] = "1"
@@ -262,7 +263,7 @@ class ScoringProcess(ChildProcess):
         self._child_cpu = 0.0
 
     def _command(self) -> list[str]:
-        return [sys.executable, "-m", "groundtrace.scoring_child"]
+        return [sys.executable, "-m", "groundtrace.scoring.child"]
 
     def _configuration(self) -> bytes:
         self._child_cpu = 0.0

@@ -1,4 +1,4 @@
-"""``groundtrace.score_frame``: score the rows of a pandas DataFrame, in any layout of groundtrace.layouts.
+"""``groundtrace.score_frame``: score the rows of a pandas DataFrame, in any layout of groundtrace.io.layouts.
 
 pandas is optional (``pip install 'groundtrace[pandas]'``) and imported only when a frame is scored.
 """
@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from groundtrace._extras import missing_extra
-from groundtrace.engine import Evaluator
+from groundtrace.scoring.engine import Evaluator
 from groundtrace.io import map_rows
 from groundtrace.metrics import Metric
 from groundtrace.score import Score
@@ -47,7 +47,7 @@ def score_frame(
 
     The rows may be in any layout groundtrace reads (its own fields, RAGAS, DeepEval; ``schema``
     forces one, else it is detected from the columns that hold values; a frame in no layout or in two
-    raises :class:`~groundtrace.layouts.LayoutError` before anything is scored). ``metrics``: names or
+    raises :class:`~groundtrace.io.layouts.LayoutError` before anything is scored). ``metrics``: names or
     instances (default: grounding); ``options``: each metric's keyword arguments, by metric name, e.g.
     ``score_frame(df, ["facts"], facts={"threshold": 0.4})``. A new frame is returned; ``df`` is unchanged."""
     try:

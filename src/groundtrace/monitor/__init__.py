@@ -2,7 +2,7 @@
 
 ``submit`` is O(1), never blocks and never raises: sampling and the CPU budget decide, then a bounded
 queue takes the record or counts a drop. Workers hand the records on in batches (to a scoring
-process by default, which scores them and delivers their Scores; see groundtrace.monitor_workers).
+process by default, which scores them and delivers their Scores; see groundtrace.monitor.workers).
 Every submitted record ends in exactly one bucket: sampled out, excluded, over budget, dropped,
 scored or failed, and the counters add up.
 """
@@ -19,10 +19,10 @@ from typing import Any
 
 from groundtrace.config import Settings, register_environment_secrets
 from groundtrace.config import exit_flush_s as exit_flush_s_from_env
-from groundtrace.cpu_budget import CpuBudget
-from groundtrace.engine import build_metrics
+from groundtrace.monitor.cpu_budget import CpuBudget
+from groundtrace.scoring.engine import build_metrics
 from groundtrace.metrics import Metric
-from groundtrace.monitor_admission import (
+from groundtrace.monitor.admission import (
     DEFAULT_QUEUE_BYTES,
     EXCLUDE_KEYS,
     QUEUE_SIZED_FROM,
@@ -31,13 +31,13 @@ from groundtrace.monitor_admission import (
     record_size,
     sampled,
 )
-from groundtrace.monitor_exit import arm_in_child, register_exit_flush, register_for_fork
-from groundtrace.monitor_stats import MonitorStats
-from groundtrace.monitor_workers import STOP, BoundedQueue, Workers
+from groundtrace.monitor.at_exit import arm_in_child, register_exit_flush, register_for_fork
+from groundtrace.monitor.stats import MonitorStats
+from groundtrace.monitor.workers import STOP, BoundedQueue, Workers
 from groundtrace.privacy import Mask, load_mask, mask_reference
 from groundtrace.record import PendingRecord, Record
 from groundtrace.redaction import RateLimitedWarning, failure_text, get_logger
-from groundtrace.scoring_process import ScoringSetup
+from groundtrace.scoring.process import ScoringSetup
 from groundtrace.sinks import close_sinks, flush_sinks, out_of_process
 from groundtrace.sinks.default_store import live_sinks, summary, unrecorded
 from groundtrace.sinks.lanes import Lanes
@@ -95,7 +95,7 @@ class Monitor(Workers):
     groundtrace-run, a LangChain handler that builds its Monitor and the command line.
 
     ``cpu_budget``: the CPU groundtrace may take, as a share of one core (0.25: a quarter core),
-    counting its threads in this process and its scoring processes (see groundtrace.cpu_budget);
+    counting its threads in this process and its scoring processes (see groundtrace.monitor.cpu_budget);
     past it new records are not taken (counted ``over_budget``: dropped, in a counter of their own,
     since it is load and not the trace that decides) and no new batch starts until the debt is paid;
     nor are records taken while those waiting would cost more than the budget pays in a second. None (default): ``settings.cpu_budget`` (GROUNDTRACE_CPU_BUDGET), else no bound.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from groundtrace.tally import MetricTally, Tally
+from groundtrace.batch.tally import MetricTally, Tally
 
 
 @dataclass(frozen=True)
