@@ -111,7 +111,7 @@ def test_values_and_verdicts_on_dev_records_equal_the_float64_models():
 def test_repacking_the_shipped_graph_reproduces_it_byte_for_byte(tmp_path):
     """The CPU path that writes the shipped file from its stored weights (training/xe/build.py repack) is the
     one that made it: the same integers, scales and graph, the same bytes."""
-    export.repack(ONNX_FILE, tmp_path / "again.onnx")
+    from_onnx.repack(ONNX_FILE, tmp_path / "again.onnx")
     assert (tmp_path / "again.onnx").read_bytes() == ONNX_FILE.read_bytes()
 
 

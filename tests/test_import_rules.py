@@ -73,7 +73,7 @@ def framework_imports(root: Path) -> list[str]:
 # trace_context.py sit just above, importing nothing else. privacy.py (the mask, text-free delivery) reads
 # Records and Scores, like the sinks that use it. The jobs stand on them: scoring (a record's metrics, here or
 # in a child process), io (every file and platform read), then batch, measure and the live monitor.
-BOTTOM = {"redaction", "errors", "__version__"}  # and the version string of the package face
+BOTTOM = {"redaction", "errors"}
 MAY_IMPORT = {part: allowed | BOTTOM for part, allowed in {
     "text": {"text"},
     "detector": {"detector", "text"},

@@ -187,6 +187,13 @@ def trace_url(environ: Mapping[str, str] | None = None) -> str | None:
     return _text(_environ(environ), "GROUNDTRACE_TRACE_URL")
 
 
+def demo_llm(environ: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
+    """GROUNDTRACE_DEMO_MODEL and GROUNDTRACE_DEMO_LLM_URL: the model and the LLM server `groundtrace demo` asks
+    (groundtrace_demo.llms), each None when unset."""
+    env = _environ(environ)
+    return _text(env, "GROUNDTRACE_DEMO_MODEL"), _text(env, "GROUNDTRACE_DEMO_LLM_URL")
+
+
 def exit_flush_s(environ: Mapping[str, str] | None = None) -> float:
     """GROUNDTRACE_EXIT_FLUSH_S, for a Monitor given neither the value nor Settings (else DEFAULT_EXIT_FLUSH_S)."""
     raw = _text(_environ(environ), "GROUNDTRACE_EXIT_FLUSH_S")

@@ -146,9 +146,9 @@ def main(argv: list[str] | None = None) -> int:
         e5_file.write_pruned(e5_file.read(raw_q4=True), np.load(work / "tok" / "kept_ids.npy"), PACKED_LAYERS,
                              work / "e5_pruned.npz")
     elif args.step == "repack":
-        from xe import export
+        from xe import from_onnx
 
-        export.repack(args.source, args.out / "grounding-xe.onnx")
+        from_onnx.repack(args.source, args.out / "grounding-xe.onnx")
     elif args.step == "check":
         from xe import check
 

@@ -178,12 +178,3 @@ def build_graph(tensors: dict[str, Tensor], config: dict) -> "onnx.ModelProto": 
 def export(state: dict[str, np.ndarray], config: dict, out: Path) -> None:
     """A torch state dict (fp32 numpy) as the shipped graph at ``out``."""
     save(build_graph(graph_tensors(state, config), config), str(out))
-
-
-def repack(shipped: Path, out: Path) -> None:
-    """A shipped graph's stored weights, integers and scales as they are, written as today's graph: how
-    grounding-2's first (dynamic int8) file became the float-arithmetic one, weights unchanged."""
-    from xe import from_onnx
-
-    tensors, config = from_onnx.read_tensors(shipped)
-    save(build_graph(tensors, config), str(out))

@@ -13,9 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from onnx import load, numpy_helper
+from onnx import load, numpy_helper, save
 
-from xe.export import LINEARS, Stored, Tensor
+from xe.export import LINEARS, Stored, Tensor, build_graph
 
 _NORMS = ("aln", "oln")
 
@@ -81,3 +81,10 @@ def load_model(path: Path):
                                     config["ffn"], config["max_positions"], config["eps"])
     network.load_state_dict({k: torch.from_numpy(v) for k, v in state.items()})
     return network
+
+
+def repack(shipped: Path, out: Path) -> None:
+    """A shipped graph's stored weights, integers and scales as they are, written as today's graph: how
+    grounding-2's first (dynamic int8) file became the float-arithmetic one, weights unchanged."""
+    tensors, config = read_tensors(shipped)
+    save(build_graph(tensors, config), str(out))

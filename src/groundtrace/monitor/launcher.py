@@ -12,9 +12,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from importlib.metadata import version
 from pathlib import Path
-
-from groundtrace import __version__
 
 BOOTSTRAP = Path(__file__).resolve().parent / "_bootstrap"
 
@@ -33,7 +32,8 @@ def environment(args: argparse.Namespace, base: dict[str, str]) -> dict[str, str
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="groundtrace-run", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    # the installed distribution's version: this entry point never imports the package face above it
+    parser.add_argument("--version", action="version", version=f"%(prog)s {version('groundtrace')}")
     parser.add_argument("--metrics", help="comma-separated metric names (GROUNDTRACE_METRICS)")
     parser.add_argument("--sinks", help="comma-separated sink names (GROUNDTRACE_SINKS)")
     parser.add_argument("--sample-rate", type=float, help="fraction of traces scored (GROUNDTRACE_SAMPLE_RATE)")

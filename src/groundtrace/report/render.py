@@ -2,44 +2,23 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
-
-from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from groundtrace.io import read_scored
 from groundtrace.report.compare import compare
 from groundtrace.report.conversations import conversations
 from groundtrace.report.evidence import Evidence, claim_views
 from groundtrace.report.labels import gold_of, load_labels
-from groundtrace.report.records import mark_class, record_view, tooltip
+from groundtrace.report.records import record_view
+from groundtrace.report.templates import environment
 from groundtrace.report.summary import failures, metric_names, slowest, summarize
 from groundtrace.report.trace_links import check_template, trace_link
 from groundtrace.report.views import views_data
 from groundtrace.score import ScoredRecord
 
-DETAILS_CHARS = 20_000  # a Score's details as JSON, cut there: some metrics keep whole judge replies
 OPEN_UP_TO = 50  # records shown unfolded when the file has at most this many
-
-
-def _number(value: float | None, digits: int = 3) -> str:
-    return "—" if value is None else f"{value:.{digits}f}"
-
-
-def _details_json(details: Mapping[str, Any]) -> str:
-    text = json.dumps(details, ensure_ascii=False, indent=1, default=str)
-    return text if len(text) <= DETAILS_CHARS else text[:DETAILS_CHARS] + "\n…"
-
-
-def environment() -> Environment:
-    # Autoescape everywhere: questions, answers, contexts, reasons and even metric names and ids
-    # are untrusted text.
-    env = Environment(loader=PackageLoader("groundtrace", "report"), autoescape=True, undefined=StrictUndefined,
-                      trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters.update(number=_number, details_json=_details_json, tooltip=tooltip, mark_class=mark_class)
-    return env
 
 
 def render_report(rows: Sequence[ScoredRecord], *, labelled: Mapping[str, Mapping[str, Any]] | None = None,

@@ -76,7 +76,7 @@ def views_data(rows: Sequence[ScoredRecord], labels: Labels = None, *, trace_url
 
 def views_html(rows: Sequence[ScoredRecord], labels: Labels = None, *, trace_url: str | None = None) -> Markup:
     """The partial rendered: a <section> with its style, data and script, to put in any page."""
-    from groundtrace.report.render import environment  # the report's templates and filters
+    from groundtrace.report.templates import environment  # the report's templates and filters
 
     return Markup(environment().get_template("views.html.j2").render(views=views_data(rows, labels, trace_url=trace_url)))
 

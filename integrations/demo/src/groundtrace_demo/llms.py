@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from groundtrace.config import demo_llm
+
 from groundtrace_demo import installed
 from groundtrace_demo.data import Question
 
@@ -99,7 +101,7 @@ def probe_server(url: str, timeout_s: float = 2.0) -> str:
 def choose_llm(questions: Iterable[Question], environ: Mapping[str, str] | None = None) -> LLMChoice:
     env = os.environ if environ is None else environ
     notes: list[str] = []
-    model = env.get("GROUNDTRACE_DEMO_MODEL", "").strip() or None
+    model, server = demo_llm(env)
     if env.get("OPENAI_BASE_URL") or env.get("OPENAI_API_KEY"):
         if installed("langchain_openai") and installed("llama_index.llms.openai_like"):
             base_url = env.get("OPENAI_BASE_URL") or None
@@ -108,8 +110,8 @@ def choose_llm(questions: Iterable[Question], environ: Mapping[str, str] | None 
                              model=model, base_url=base_url, api_key=env.get("OPENAI_API_KEY") or None, notes=notes)
         notes.append("OPENAI_BASE_URL/OPENAI_API_KEY is set, but the demo talks to it through LangChain's and "
                      "LlamaIndex's own clients: pip install langchain-openai llama-index-llms-openai-like")
-    if env.get("GROUNDTRACE_DEMO_LLM_URL", "").strip():
-        url = server_url(env["GROUNDTRACE_DEMO_LLM_URL"].strip())
+    if server:
+        url = server_url(server)
         try:
             listed = probe_server(url)
         except (OSError, ValueError, KeyError, IndexError) as error:
