@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from groundtrace.backends.embedders import Embedder
+from groundtrace.text import split_sentences
 from groundtrace.text.numbers import NUMBER, parse_number
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,6 +31,8 @@ def _load_synth():
 
 
 synth = _load_synth()
+import synth_edits  # noqa: E402  (beside synth.py, which put training/ on the path)
+import synth_sources  # noqa: E402
 
 
 class HashedWordsEmbedder(Embedder):
@@ -92,13 +95,13 @@ def test_same_seed_same_data(passages, generated):
 
 
 def test_no_measurement_data_leaks(generated):
-    whole, pieces = synth.measurement_texts(DATA)
+    whole, pieces = synth_sources.measurement_texts(DATA)
     long_answers = {t for t in whole if len(t) >= 40}
     for row in rows_of(generated):
         for context in row["contexts"]:
-            norm = synth.normalise(context)
+            norm = synth_sources.normalise(context)
             assert norm not in whole
-            assert not any(s.text in pieces for s in synth.split_sentences(norm))
+            assert not any(s.text in pieces for s in split_sentences(norm))
         assert not any(a in row["answer"] for a in long_answers if len(a) < len(row["answer"]) + 1)
 
 
@@ -109,7 +112,7 @@ def test_changed_numbers_differ_from_every_context_number(generated):
             if span["type"] == "number":
                 seen += 1
                 value = parse_number(span["text"], row["language"])
-                assert value not in synth.context_numbers(row["contexts"], row["language"])
+                assert value not in synth_edits.context_numbers(row["contexts"], row["language"])
     assert seen  # the fixture's seed gives a few
 
 

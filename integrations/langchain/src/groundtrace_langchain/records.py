@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
-from uuid import UUID
 
-from groundtrace.record import CUT_FROM, EXCLUDED, MAX_CONTEXT_CHARS, NO_TEXT, NOT_EXCLUDED, PendingRecord, Record, bounded, cap
+from groundtrace.record import CUT_FROM, EXCLUDED, NO_TEXT, NOT_EXCLUDED, PendingRecord, Record, bounded
 from groundtrace.trace_context import current_links
 from groundtrace.capture.carried import (
     Carried,
@@ -27,7 +26,6 @@ from groundtrace.capture.carried import (
 )
 from groundtrace.capture.turn import (
     DOCUMENT,
-    TOOL,
     ModelCall,
     Passage,
     Selection,
@@ -36,24 +34,19 @@ from groundtrace.capture.turn import (
     origin_of,
     select_contexts,
 )
-from langchain_core.documents import Document
-from langchain_core.messages import ToolMessage
 
 from groundtrace_langchain.collector import COLLECTOR, Retrieval, RootRun, ToolRun, report_failure
+from groundtrace_langchain.passages import Candidates, candidates, history
 from groundtrace_langchain.extract import (
     STEP_OUTPUTS,
     answer_from_output,
-    artifact_documents,
     call_input_text,
     document_summary,
     generation_text,
     response_id,
-    is_error,
     question_from_input,
     replies_read,
-    requested_tool_calls,
     scalar_metadata,
-    source_id,
     tool_messages,
     tool_output_text,
     tool_query,
@@ -102,54 +95,6 @@ def _ids(root: RootRun) -> tuple[str | None, str | None]:
     return root.otel_ids if root.otel_ids is not None else (None, None)
 
 
-def _tool_key(root: RootRun, run: int | None) -> str | None:
-    """What names a tool call: its tool_call_id, else its run id."""
-    if run is None:
-        return None
-    tool = root.tools.get(run)
-    return tool.call_id if tool is not None and tool.call_id else str(UUID(int=run))
-
-
-def _document_passage(retrieval: Retrieval, document: Document, tool_key: str | None, tool_name: str | None) -> Passage:
-    passage = Passage(cap(document.page_content, MAX_CONTEXT_CHARS), DOCUMENT, retrieval.name, source_id(document),
-                      within=tool_key, metadata={"document": document, "tool": tool_name})
-    if len(document.page_content) > MAX_CONTEXT_CHARS:  # cut where it is read: the Record says so
-        passage.metadata[CUT_FROM] = len(document.page_content)
-    return passage
-
-
-def _tool_passage(name: str | None, text: str, key: str | None, within: str | None = None,
-                  error: bool = False) -> Passage:
-    """A tool's output; ``within``: the tool call it ran inside (a sub-agent's tool inside an
-    agent called as a tool), which what reached the answer from inside it represents; ``error``: the
-    call failed, as the framework says (never a context)."""
-    return Passage(text, TOOL, name, key, within=within, metadata={"tool": name}, error=error)
-
-
-def _tool_passages(name: str | None, output: Any, key: str | None, within: str | None = None,
-                   earlier: bool = False, text: str | None = None) -> list[Passage]:
-    """A tool's output (a ToolMessage, or what the tool returned) as passages: its text, then, for a
-    ``content_and_artifact`` tool whose artifact is Documents, each Document, which stand for the text
-    (their ids and metadata kept) wherever they reached the model. ``earlier``: an earlier turn's
-    output (the caller names the turn, when it is remembered); ``text``: the output's, if read already."""
-    if text is None:
-        text = tool_output_text(output)
-    if not text or not text.strip():
-        return []
-    text = cap(text, MAX_CONTEXT_CHARS)
-    if is_error(output):
-        return [_tool_passage(name, text, key, within, error=True)]
-    found = [_tool_passage(name, text, key, within)]
-    for document in artifact_documents(output) or ():
-        if document.page_content.strip():
-            found.append(Passage(document.page_content, DOCUMENT, name, source_id(document), within=key,
-                                 metadata={"document": document, "tool": name}))
-    if earlier:
-        for passage in found:
-            passage.metadata["earlier_turn"] = True
-    return found
-
-
 def session_of(root: RootRun) -> str | None:
     """The conversation of a root: the framework's own id (LangGraph's thread_id, which reaches the run's
     metadata; RunnableWithMessageHistory's session_id), else the application's (groundtrace.session(),
@@ -182,114 +127,7 @@ def _origin(passage: Passage) -> dict[str, Any]:
     return found
 
 
-def _within(passage: Passage, key: str | None, tool_name: str | None) -> Passage:
-    """A marked retrieval's passage, as retrieved inside the tool call its function ran in (if any)."""
-    passage.within = key
-    if tool_name is not None:
-        passage.metadata["tool"] = tool_name
-    return passage
-
-
-class _Candidates:
-    """The passages of a turn, sorted into candidate contexts and what is set aside at once."""
-
-    def __init__(self) -> None:
-        self.marked: list[Passage] = []  # of @groundtrace.retrieval calls (among the passages)
-        self.passages: list[Passage] = []
-        self.left_out: list[Passage] = []  # retrieved inside a tool the filter leaves out
-        self.internal: list[Passage] = []  # a nested retriever's documents (a compression's input)
-        self.retrieved = False  # a (top-level) retriever ran, even if it found nothing
-        self.filtered_tools = False  # a tool's output was left out by the filter
-
-
-def _in_call_order(root: RootRun, call_order: dict[str, int]) -> list[Retrieval | ToolRun]:
-    """The root's sources in start order, except that tool calls the answer's model call read are
-    in the order it read them: parallel tool calls start in any order, the model reads them in the
-    order it asked for them. A tool call moves with the retrievals made inside it."""
-    if not call_order or not root.tools:  # a chain: nothing to reorder
-        return list(root.sources)
-    units: list[list[Retrieval | ToolRun]] = []
-    unit_of: dict[int, list[Retrieval | ToolRun]] = {}
-    for source in list(root.sources):
-        if isinstance(source, Retrieval) and source.tool in unit_of:
-            unit_of[source.tool].append(source)
-            continue
-        unit: list[Retrieval | ToolRun] = [source]
-        units.append(unit)
-        if isinstance(source, ToolRun):
-            unit_of[source.run] = unit
-
-    # the units of tool calls the model read trade places among themselves, by the order it read them
-    read = {i: call_order[unit[0].call_id] for i, unit in enumerate(units)
-            if isinstance(unit[0], ToolRun) and unit[0].call_id in call_order}
-    moved = [units[i] for i in sorted(read, key=read.__getitem__)]
-    for slot, unit in zip(sorted(read), moved, strict=True):
-        units[slot] = unit
-    return [source for unit in units for source in unit]
-
-
-def _candidates(root: RootRun, history: list[Passage], call_order: dict[str, int], tools: ToolFilter) -> _Candidates:
-    found = _Candidates()
-    found.passages.extend(history)
-    for source in _in_call_order(root, call_order):
-        if isinstance(source, ToolRun):
-            key, within = _tool_key(root, source.run), _tool_key(root, source.parent)
-            if source.failed is not None:  # it raised: whatever a handler made of it is no context
-                found.passages.append(_tool_passage(source.name, source.failed, key, within, error=True))
-            elif source.ended:
-                passages = _tool_passages(source.name, source.output, key, within)
-                found.passages.extend(passages)
-                found.filtered_tools |= bool(passages) and not tools.allows(source.name)
-            continue
-        tool = root.tools.get(source.tool) if source.tool is not None else None
-        key, name = _tool_key(root, source.tool), tool.name if tool is not None else None
-        if source.marked is not None:  # a @groundtrace.retrieval call: its return value, read now
-            marked = source.marked.candidate()
-            passages = [] if marked is None else [_within(p, key, name) for p in marked.passages]
-            found.marked.extend(passages)
-        else:
-            passages = [_document_passage(source, d, key, name) for d in source.documents or () if d.page_content.strip()]
-        if source.nested:
-            found.internal.extend(passages)
-            continue
-        found.retrieved = True
-        if tool is not None and not tools.allows(tool.name):
-            found.left_out.extend(passages)
-            found.filtered_tools = True
-        else:
-            found.passages.extend(passages)
-    return found
-
-
-def _history(messages: list[ToolMessage], root: RootRun) -> list[Passage]:
-    """Tool results in the answer call's input that no tool run of this turn produced: an earlier
-    turn's, carried by a checkpointed thread (only what the final call read), or an error message a
-    tool node or middleware of this turn put there for a call that ran no tool (a call it refused)."""
-    own = {tool.call_id for tool in root.tools.values() if (tool.ended or tool.failed) and tool.call_id}
-    asked = {key for call in root.turn.calls for key in requested_tool_calls(call.output)}
-    this_turn = str(root.run_id)
-    passages = []
-    for message in messages:
-        if message.tool_call_id in own:
-            continue
-        own.add(message.tool_call_id)  # a message read by several calls counts once
-        if is_error(message):
-            # this turn's failed call; an earlier turn's error was that turn's (its record counted it)
-            if message.tool_call_id in asked:
-                passages.extend(_tool_passages(message.name, message, message.tool_call_id))
-            continue
-        text = tool_output_text(message)
-        found = _tool_passages(message.name, message, message.tool_call_id, earlier=True, text=text)
-        # the turn that ran it, if this process remembers it (not this turn: its runs are its own)
-        before = COLLECTOR.earlier_calls().find(message.tool_call_id, text) if found and text is not None else None
-        if before is not None and before.turn != this_turn:
-            for passage in found:
-                passage.metadata["turn"] = before.turn
-        passages.extend(found)
-    return passages
-
-
-def _unused(selection: Selection, found: _Candidates) -> list[dict[str, Any]]:
+def _unused(selection: Selection, found: Candidates) -> list[dict[str, Any]]:
     """Summaries (no text) of what was retrieved or returned and is not a context."""
     more = list(found.left_out)
     if found.internal:
@@ -417,7 +255,7 @@ class TurnEnd(PendingRecord):
         order: dict[str, int] = {}
         for message in read:
             order.setdefault(message.tool_call_id, len(order))
-        found = _candidates(root, _history(read, root), order, tools)
+        found = candidates(root, history(read, root), order, tools)
         metadata = _root_metadata(root)
         if call is not None and (reply_id := response_id(call.output)) is not None:
             metadata["response_id"] = reply_id  # the provider's id of the evaluated reply (gen_ai.response.id)
