@@ -17,21 +17,8 @@ from typer.core import TyperGroup
 from groundtrace import __version__
 
 from groundtrace.cli.bench import bench_command
-from groundtrace.cli.common import (
-    ActorsOption,
-    AddressOption,
-    BatchSizeOption,
-    EngineOption,
-    MetricsOption,
-    OptionsOption,
-    SchemaOption,
-    console,
-    engine_options,
-    out,
-    parse_options,
-    records_table,
-    summary_table,
-)
+# what a plugin command (groundtrace.commands) builds on, besides the demo's pieces
+from groundtrace.cli.common import MetricsOption, console, out, parse_options, records_table, summary_table
 from groundtrace.cli.demo import DEMO_METRICS, PROVIDED_BY, DemoOutputOption, example_path, placeholders, score_examples
 from groundtrace.cli.fit import fit_command
 from groundtrace.cli.metrics import metrics_command
@@ -126,15 +113,9 @@ __all__ = [
     "COMMANDS_GROUP",
     "DEMO_METRICS",
     "PROVIDED_BY",
-    "ActorsOption",
-    "AddressOption",
-    "BatchSizeOption",
     "CommandGroup",
     "DemoOutputOption",
-    "EngineOption",
     "MetricsOption",
-    "OptionsOption",
-    "SchemaOption",
     "app",
     "as_command",
     "bench_command",
@@ -142,7 +123,6 @@ __all__ = [
     "close_sinks",
     "command_line_sinks",
     "console",
-    "engine_options",
     "example_path",
     "main",
     "metrics_command",

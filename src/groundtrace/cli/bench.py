@@ -11,43 +11,26 @@ import typer
 from rich.table import Table
 
 from groundtrace.cli.common import (
-    ActorsOption,
-    AddressOption,
-    BatchSizeOption,
-    EngineOption,
     MetricsOption,
     OptionsOption,
     SchemaOption,
     console,
     engine_options,
+    with_engine,
     fmt,
     out,
     parse_options,
     progress_bar,
     shown,
 )
-from groundtrace.cli.labelled_input import (
-    AboveOption,
-    BelowOption,
-    FromOption,
-    LabelMapOption,
-    LabelNameOption,
-    LabelsOption,
-    RescoreOption,
-    SourceOptionOption,
-    read_labelled,
-)
+from groundtrace.cli.labelled_input import RescoreOption, read_labelled, with_labelled_input
 
 
+@with_engine
+@with_labelled_input
 def bench_command(
     input_path: Annotated[Optional[Path], typer.Argument(help="Labelled records (label 1 = hallucinated; JSONL, CSV or Parquet), shaped like shared/data or in a --schema layout; or records (a scores file too: its scores are reused) and --labels FILE. Or use --from. Default: the default store of live capture, with the labels `groundtrace review` wrote beside it.")] = None,
-    source: FromOption = None,
-    labels: LabelsOption = None,
-    label_name: LabelNameOption = None,
-    label_map: LabelMapOption = None,
-    label_below: BelowOption = None,
-    label_above: AboveOption = None,
-    source_option: SourceOptionOption = None,
+    labelled: dict[str, Any] | None = None,  # --from, --labels, --label-name, ... (with_labelled_input)
     metrics: MetricsOption = None,
     rescore: RescoreOption = False,
     threshold: Annotated[Optional[float], typer.Option(help="Threshold on the metric's own scale.")] = None,
@@ -57,10 +40,7 @@ def bench_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object keyed by metric name.")] = False,
     limit: Annotated[Optional[int], typer.Option(help="Use only the first N records.")] = None,
     option: OptionsOption = None,
-    engine: EngineOption = "local",
-    address: AddressOption = None,
-    actors: ActorsOption = 2,
-    batch_size: BatchSizeOption = 64,
+    engine: dict[str, Any] | None = None,  # --engine, --address, --actors, --batch-size (with_engine)
     schema: SchemaOption = None,
     by: Annotated[Optional[list[str]], typer.Option(
         "--by", help="Also break the figures down by this key of the records (repeatable); 'session' names session_id.")] = None,
@@ -74,13 +54,12 @@ def bench_command(
             return lambda: progress.advance(task)
 
         try:
-            read = read_labelled(input_path, source, labels, label_name, label_map, label_below, label_above,
-                                 source_option, limit=limit, schema=schema, by=by or ())
+            read = read_labelled(input_path, **(labelled or {}), limit=limit, schema=schema, by=by or ())
             if read.count is not None:
                 (console if as_json else out).print(read.count.line(), markup=False, soft_wrap=True)
             results = run_bench(read.path, metrics or ["grounding"], threshold=threshold, threshold_from=threshold_from,
                                 options=parse_options(option), limit=limit, progress=tick,
-                                engine=engine_options(engine, address, actors, batch_size), schema=schema,
+                                engine=engine_options(**(engine or {})), schema=schema,
                                 by=by or (), items=read.items, stored=read.reused(parse_options(option), rescore))
         except (KeyError, ValueError, FileNotFoundError, ImportError, ConnectionError, RuntimeError) as error:
             console.print(f"[red]error:[/red] {shown(error)}", soft_wrap=True)  # one line, for grep

@@ -3,10 +3,12 @@ bar and the summary tables."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional, TextIO
@@ -97,6 +99,39 @@ SchemaOption = Annotated[Optional[str], typer.Option(
     "--schema", help="The records' layout: groundtrace, ragas (>= 0.2: user_input, retrieved_contexts, response, "
                      "reference), ragas-legacy (question, contexts, answer, ground_truth or ground_truths), deepeval (input, "
                      "actual_output, retrieval_context, expected_output). Default: detected from the keys.")]
+
+
+_ENGINE_PARAMETERS = (("engine", EngineOption, "local"), ("address", AddressOption, None), ("actors", ActorsOption, 2),
+                      ("batch_size", BatchSizeOption, 64))
+
+
+def option_group(placeholder: str, parameters: Sequence[tuple[str, Any, Any]]) -> Callable[[Callable[..., Any]], Any]:
+    """A decorator: the Typer command takes ``parameters`` (name, Annotated type, default) where its ``placeholder``
+    parameter stands, and gets them as that one keyword, a dict by name. Options several commands share are
+    declared once."""
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(command, eval_str=True)
+        spread: list[inspect.Parameter] = []
+        for parameter in signature.parameters.values():
+            if parameter.name != placeholder:
+                spread.append(parameter)
+                continue
+            spread += [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
+                                         annotation=annotation) for name, annotation, default in parameters]
+
+        @functools.wraps(command)
+        def wrapper(**given: Any) -> Any:
+            group = {name: given.pop(name) for name, _, _ in parameters}
+            return command(**given, **{placeholder: group})
+
+        wrapper.__signature__ = signature.replace(parameters=spread)  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
+
+
+#: --engine, --address, --actors and --batch-size, as one ``engine`` dict for :func:`engine_options`
+with_engine = option_group("engine", _ENGINE_PARAMETERS)
 
 
 def engine_options(engine: str, address: str | None, actors: int, batch_size: int) -> dict[str, Any]:

@@ -11,17 +11,7 @@ from rich.table import Table
 
 from groundtrace._extras import require_extra
 from groundtrace.cli.common import OptionsOption, SchemaOption, console, fmt, metric_names, out, parse_options, progress_bar, shown
-from groundtrace.cli.labelled_input import (
-    AboveOption,
-    BelowOption,
-    FromOption,
-    LabelMapOption,
-    LabelNameOption,
-    LabelsOption,
-    RescoreOption,
-    SourceOptionOption,
-    read_labelled,
-)
+from groundtrace.cli.labelled_input import RescoreOption, read_labelled, with_labelled_input
 
 DEFAULT_COMPONENTS = ["grounding", "lexical", "facts"]
 DEFAULT_OUT = Path("groundtrace-verdict.json")
@@ -34,15 +24,10 @@ FitMetricsOption = Annotated[
 ]
 
 
+@with_labelled_input
 def fit_command(
     input_path: Annotated[Optional[Path], typer.Argument(help="Labelled records (label 1 = unsupported; JSONL, CSV or Parquet, any layout `score` reads), or records (a scores file too: its scores are reused) and --labels FILE. Or use --from. Default: the default store of live capture, with the labels `groundtrace review` wrote beside it.")] = None,
-    source: FromOption = None,
-    labels: LabelsOption = None,
-    label_name: LabelNameOption = None,
-    label_map: LabelMapOption = None,
-    label_below: BelowOption = None,
-    label_above: AboveOption = None,
-    source_option: SourceOptionOption = None,
+    labelled: dict[str, Any] | None = None,  # --from, --labels, --label-name, ... (with_labelled_input)
     metrics: FitMetricsOption = None,
     target: Annotated[str, typer.Option(help="What the threshold is chosen for: balanced_accuracy (default: it does not move with the share of unsupported answers), mcc, f1, cost=FN:FP (e.g. cost=5:1: a missed unsupported answer costs 5 false flags), precision>=P, recall>=R or rate=SHARE (the share flagged).")] = "balanced_accuracy",
     output: Annotated[Path, typer.Option("--out", "-o", help="Where to write the verdict file.")] = DEFAULT_OUT,
@@ -72,7 +57,7 @@ def fit_command(
         goal = Target.parse(target)
         if not 0.0 < share < 1.0:
             raise ValueError(f"--share {share}: a share in (0, 1)")
-        read = read_labelled(input_path, source, labels, label_name, label_map, label_below, label_above, source_option,
+        read = read_labelled(input_path, **(labelled or {}),
                              limit=limit, schema=schema)
         items = read.items
         if read.count is not None:  # what the join left out, before the fit refuses too few

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from groundtrace.cli.common import existing_store, json_or_text, labels_path_for
+from groundtrace.cli.common import existing_store, json_or_text, labels_path_for, option_group
 
 if TYPE_CHECKING:
     from groundtrace.io.labelled import LabelCount
@@ -44,6 +44,13 @@ SourceOptionOption = Annotated[Optional[list[str]], typer.Option(
                                   "page_size=500 (repeatable).")]
 
 
+#: the options that name labelled records besides the file (bench and fit): one ``labelled`` dict for read_labelled
+with_labelled_input = option_group("labelled", (
+    ("source", FromOption, None), ("labels", LabelsOption, None), ("label_name", LabelNameOption, None),
+    ("label_map", LabelMapOption, None), ("label_below", BelowOption, None), ("label_above", AboveOption, None),
+    ("source_option", SourceOptionOption, None)))
+
+
 @dataclass
 class LabelledInput:
     items: list[Labelled]
@@ -62,10 +69,10 @@ class LabelledInput:
                 for rid, by_metric in self.stored.items()}
 
 
-def read_labelled(input_path: Path | None, source: str | None, labels: Path | None, label_name: str | None,
-                  label_map: str | None, below: float | None, above: float | None,
-                  source_option: Sequence[str] | None, *, limit: int | None, schema: str | None,
-                  by: Sequence[str] = ()) -> LabelledInput:
+def read_labelled(input_path: Path | None, source: str | None = None, labels: Path | None = None,
+                  label_name: str | None = None, label_map: str | None = None, label_below: float | None = None,
+                  label_above: float | None = None, source_option: Sequence[str] | None = None, *,
+                  limit: int | None, schema: str | None, by: Sequence[str] = ()) -> LabelledInput:
     """The labelled records the options name. Raises ValueError (a usage error, a value no label maps),
     FileNotFoundError, KeyError (an unknown source) or the source's own errors."""
     from groundtrace.io import is_scores_file
@@ -82,8 +89,8 @@ def read_labelled(input_path: Path | None, source: str | None, labels: Path | No
     if input_path is None and source is None:
         input_path = existing_store()
     platform_only = [flag for flag, value in (("--label-name", label_name), ("--label-map", label_map),
-                                               ("--label-unsupported-below", below),
-                                               ("--label-unsupported-above", above),
+                                               ("--label-unsupported-below", label_below),
+                                               ("--label-unsupported-above", label_above),
                                                ("--source-option", source_option)) if value is not None]
     if source is None:
         if platform_only:
@@ -98,9 +105,9 @@ def read_labelled(input_path: Path | None, source: str | None, labels: Path | No
         return LabelledInput(items, input_path.name, input_path, count, stored_scores(input_path))
     if schema is not None:
         raise ValueError("--schema is the layout of a file; a --from source has its own")
-    if labels is not None and any(value is not None for value in (label_name, label_map, below, above)):
+    if labels is not None and any(value is not None for value in (label_name, label_map, label_below, label_above)):
         raise ValueError("--labels gives the labels: --label-name and its mapping options read a platform's instead")
-    mapping = LabelMap.parse(label_map, below, above) if label_name is not None else None
+    mapping = LabelMap.parse(label_map, label_below, label_above) if label_name is not None else None
     items, count = labelled_from_source(source, label_name=label_name, label_map=mapping, labels_path=labels,
                                         limit=limit, by=by, source_options=source_options(source_option))
     return LabelledInput(items, source, None, count)

@@ -13,10 +13,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from groundtrace.cli.common import (
-    ActorsOption,
-    AddressOption,
-    BatchSizeOption,
-    EngineOption,
     MetricsOption,
     OptionsOption,
     SchemaOption,
@@ -25,6 +21,7 @@ from groundtrace.cli.common import (
     EXIT_USAGE,
     console,
     engine_options,
+    with_engine,
     existing_store,
     failed_metrics,
     failure_lines,
@@ -178,6 +175,7 @@ def _backfill(spec: str, metrics: Sequence[str] | str | None, output: Path | Non
     return tally, summary
 
 
+@with_engine
 def score_command(
     input_path: Annotated[Optional[str], typer.Argument(help="Records (question, contexts, answer, ...; or RAGAS / DeepEval fields, see --schema) as JSONL, .csv or .parquet; - for JSONL on stdin; a scores file reads as the records it scored. Or use --from. Default: the default store of live capture.")] = None,
     source: Annotated[Optional[str], typer.Option("--from", help="Score logged requests instead of a file: otel-json:PATH, phoenix:PROJECT, mlflow:EXPERIMENT, langfuse[:PROJECT], langsmith:PROJECT.")] = None,
@@ -193,10 +191,7 @@ def score_command(
     sinks: Annotated[Optional[str], typer.Option(help="Where the scores go besides -o: sink names (jsonl, otel, phoenix, mlflow, langfuse, langsmith), comma-separated, or none. With --from the default is the source's own platform.")] = None,
     source_option: Annotated[Optional[list[str]], typer.Option("--source-option", "-S", help="With --from: a source option as KEY=VALUE, e.g. page_size=500 or match=metadata (mlflow) (repeatable).")] = None,
     rescore: Annotated[bool, typer.Option("--rescore", help="With --from: score again what is already scored (on the platform or in -o, which is rewritten).")] = False,
-    engine: EngineOption = "local",
-    address: AddressOption = None,
-    actors: ActorsOption = 2,
-    batch_size: BatchSizeOption = 64,
+    engine: dict[str, Any] | None = None,  # --engine, --address, --actors, --batch-size (with_engine)
     schema: SchemaOption = None,
     max_flagged: Annotated[Optional[list[str]], typer.Option("--max-flagged", help="A CI gate, METRIC=SHARE (e.g. grounding=0.1 or grounding=10%): exit 1 when more than SHARE of the records are flagged by METRIC; records it could not score count as flagged (repeatable).")] = None,
 ) -> None:
@@ -214,7 +209,7 @@ def score_command(
             raise typer.Exit(EXIT_USAGE) from None
     summary = None
     try:
-        ray = engine_options(engine, address, actors, batch_size)
+        ray = engine_options(**(engine or {}))
         if source is not None and schema is not None:
             raise ValueError("--schema is the layout of a file; a --from source has its own")
         options = parse_options(option)
