@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -180,27 +180,33 @@ class Collector:
     def adopt_retriever(self, scope: int, run_id: UUID, parent_run_id: UUID, query: str,
                         name: str | None = None) -> RootRun | None:
         """Like :meth:`adopt`, and note the retrieval in the root's order of sources."""
-        with self._lock:
-            run = run_id.int
-            root, (tool, nested) = self._adopted(scope, run, parent_run_id.int)
-            if root is not None:
-                retrieval = Retrieval(run, name, query, tool, nested)
-                root.within[run] = (tool, True)
-                root.retrievals[run] = retrieval
-                self._add_source(root, retrieval)
-            return root
+        def note(root: RootRun, run: int, tool: int | None, nested: bool) -> Retrieval:
+            root.within[run] = (tool, True)
+            root.retrievals[run] = Retrieval(run, name, query, tool, nested)
+            return root.retrievals[run]
+
+        return self._adopt_source(scope, run_id, parent_run_id, note)
 
     def adopt_tool(self, scope: int, run_id: UUID, parent_run_id: UUID, name: str | None, inputs: Any,
                    call_id: str | None) -> RootRun | None:
         """Like :meth:`adopt`, and note the tool run in the root's order of sources."""
+        def note(root: RootRun, run: int, outer: int | None, in_retriever: bool) -> ToolRun:
+            root.within[run] = (run, in_retriever)
+            root.tools[run] = ToolRun(run, name, inputs, call_id, outer)
+            return root.tools[run]
+
+        return self._adopt_source(scope, run_id, parent_run_id, note)
+
+    def _adopt_source(self, scope: int, run_id: UUID, parent_run_id: UUID,
+                      note: Callable[[RootRun, int, Any, bool], Retrieval | ToolRun]) -> RootRun | None:
+        """A retriever or tool run adopted into its parent's root (as :meth:`adopt`), noted by ``note`` (given
+        the root, the run and where it runs: the tool it is inside, and whether inside a retriever) and added
+        to the root's sources in order."""
         with self._lock:
             run = run_id.int
-            root, (outer, in_retriever) = self._adopted(scope, run, parent_run_id.int)
+            root, (within, inside) = self._adopted(scope, run, parent_run_id.int)
             if root is not None:
-                tool = ToolRun(run, name, inputs, call_id, outer)
-                root.within[run] = (run, in_retriever)
-                root.tools[run] = tool
-                self._add_source(root, tool)
+                self._add_source(root, note(root, run, within, inside))
             return root
 
     def add_marked(self, scope: int, parent_run_id: UUID, retrieved: Retrieved) -> bool:
