@@ -123,51 +123,48 @@ def lost_said(log: str) -> None:
     assert "not scored when the Monitor closed" not in log and "Traceback" not in log, log[-4000:]
 
 
-def test_gunicorn_gthread_keeps_a_refused_requests_retrieval_out_of_the_next_request_on_its_thread(tmp_path):
-    """2 workers x 4 threads, the WSGI app without the middleware: a pooled thread serves a request that
-    retrieved and refused, then one that chats with the model; the chat is not paired with that retrieval."""
-    port = free_port()
-    server = serve([sys.executable, "-m", "gunicorn", "-k", "gthread", "-w", "2", "--threads", "4", "-b",
-                    f"127.0.0.1:{port}", "server_app:wsgi_app"], environment(tmp_path, GT_SERVER="wsgi"), tmp_path, port)
+def each_request_its_own(arguments: list[str], env: dict[str, str], tmp_path: Path, port: int,
+                         half_on_threads: bool = False) -> None:
+    """Serve the app with Python and these arguments, send every request (the second half to the blocking handler
+    on the thread pool, with ``half_on_threads``), stop the server, and check each request's record is its own and
+    nothing was lost unsaid."""
+    server = serve([sys.executable, *arguments], env, tmp_path, port)
     sent = requests()
     try:
-        send_all(port, sent)
+        if half_on_threads:
+            send_all(port, sent[: len(sent) // 2])
+            send_all(port, sent[len(sent) // 2:], sync="1")
+        else:
+            send_all(port, sent)
     finally:
         log = stop(server, tmp_path)
     assert_each_request_its_own(records(tmp_path), sent)
     lost_said(log)
+
+
+def test_gunicorn_gthread_keeps_a_refused_requests_retrieval_out_of_the_next_request_on_its_thread(tmp_path):
+    """2 workers x 4 threads, the WSGI app without the middleware: a pooled thread serves a request that
+    retrieved and refused, then one that chats with the model; the chat is not paired with that retrieval."""
+    port = free_port()
+    each_request_its_own(["-m", "gunicorn", "-k", "gthread", "-w", "2", "--threads", "4", "-b", f"127.0.0.1:{port}",
+                          "server_app:wsgi_app"], environment(tmp_path, GT_SERVER="wsgi"), tmp_path, port)
 
 
 def test_gunicorn_preload_sync_workers_score_with_the_monitor_built_in_the_master(tmp_path):
     """--preload: the app (and instrument()'s Monitor) is imported in the master, then 2 sync workers are forked;
     each starts its own workers and scoring process with its first record. With the WSGI middleware."""
     port = free_port()
-    server = serve([sys.executable, "-m", "gunicorn", "--preload", "-w", "2", "-b", f"127.0.0.1:{port}",
-                    "server_app:wsgi_app"], environment(tmp_path, GT_SERVER="wsgi", GT_MIDDLEWARE="1"), tmp_path, port)
-    sent = requests()
-    try:
-        send_all(port, sent)
-    finally:
-        log = stop(server, tmp_path)
-    assert_each_request_its_own(records(tmp_path), sent)
-    lost_said(log)
+    each_request_its_own(["-m", "gunicorn", "--preload", "-w", "2", "-b", f"127.0.0.1:{port}", "server_app:wsgi_app"],
+                         environment(tmp_path, GT_SERVER="wsgi", GT_MIDDLEWARE="1"), tmp_path, port)
 
 
 def test_uvicorn_two_workers_async_and_threadpool_handlers(tmp_path):
     """uvicorn --workers 2 (spawned workers, each its own Monitor), the ASGI middleware; half the requests run
     their blocking handler on Starlette's thread pool, as FastAPI runs a def endpoint."""
     port = free_port()
-    server = serve([sys.executable, "-m", "uvicorn", "--workers", "2", "--host", "127.0.0.1", "--port", str(port),
-                    "--log-level", "warning", "server_app:asgi_app"], environment(tmp_path, GT_SERVER="asgi"),
-                   tmp_path, port)
-    sent = requests()
-    try:
-        send_all(port, sent[: len(sent) // 2])
-        send_all(port, sent[len(sent) // 2:], sync="1")
-    finally:
-        log = stop(server, tmp_path)
-    assert_each_request_its_own(records(tmp_path), sent)
-    lost_said(log)
+    each_request_its_own(["-m", "uvicorn", "--workers", "2", "--host", "127.0.0.1", "--port", str(port), "--log-level",
+                          "warning", "server_app:asgi_app"], environment(tmp_path, GT_SERVER="asgi"), tmp_path, port,
+                         half_on_threads=True)
 
 
 # --------------------------------------------------------------------------------- process pools

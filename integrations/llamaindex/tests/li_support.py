@@ -144,3 +144,16 @@ def assert_nothing_left() -> None:
     """No open root and no filed span: a finished request leaves nothing behind."""
     tracker = our_span_handler().tracker
     assert (tracker.open_roots, tracker.tracked_spans) == (0, 0)
+
+
+def assert_the_record(instrumented: Any, sink: Any, root: str) -> None:
+    """The one Record the request made, of the root named ``root``: the question, the retrieved contexts and the
+    answer, the nodes' metadata with their scores, and nothing left behind."""
+    import pytest
+
+    assert instrumented.flush(10)
+    [record] = sink.records
+    assert record.id.startswith(f"{root}-")
+    assert (record.question, record.contexts, record.answer) == (QUESTION, CONTEXTS, ANSWER)
+    assert record.metadata == {"nodes": expected_nodes(pytest.approx(1.0))}
+    assert_nothing_left()

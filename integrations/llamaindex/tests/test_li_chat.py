@@ -15,6 +15,7 @@ from li_support import (
     TOP_K,
     ScriptedLLM,
     assert_nothing_left,
+    assert_the_record,
     expected_nodes,
     our_span_handler,
 )
@@ -73,12 +74,7 @@ def test_stream_chat_is_submitted_when_the_stream_ends(index, instrumented, sink
     gate.set()
     assert "".join(response.response_gen) == ANSWER  # it joins LlamaIndex's writer thread at the end
 
-    assert instrumented.flush(10)
-    [record] = sink.records
-    assert record.id.startswith("ContextChatEngine.stream_chat-")
-    assert (record.question, record.contexts, record.answer) == (QUESTION, CONTEXTS, ANSWER)
-    assert record.metadata == {"nodes": expected_nodes(pytest.approx(1.0))}
-    assert_nothing_left()
+    assert_the_record(instrumented, sink, "ContextChatEngine.stream_chat")
 
 
 def test_astream_chat(index, instrumented, sink):

@@ -15,6 +15,7 @@ from li_support import (
     TOP_K,
     ScriptedLLM,
     assert_nothing_left,
+    assert_the_record,
     build_index,
     expected_nodes,
     our_span_handler,
@@ -53,12 +54,7 @@ def test_aquery_gives_the_same_record(index, instrumented, sink):
     response = asyncio.run(engine.aquery(QUESTION))
 
     assert str(response) == ANSWER
-    assert instrumented.flush(10)
-    [record] = sink.records
-    assert record.id.startswith("RetrieverQueryEngine.aquery-")
-    assert (record.question, record.contexts, record.answer) == (QUESTION, CONTEXTS, ANSWER)
-    assert record.metadata == {"nodes": expected_nodes(pytest.approx(1.0))}
-    assert_nothing_left()
+    assert_the_record(instrumented, sink, "RetrieverQueryEngine.aquery")
 
 
 @dispatcher.span
@@ -73,12 +69,7 @@ def test_a_decorated_function_is_one_root_and_a_node_retrieved_twice_counts_once
     answer = answer_by_hand(QUESTION, index.as_retriever(similarity_top_k=TOP_K), ScriptedLLM())
 
     assert answer == ANSWER
-    assert instrumented.flush(10)
-    [record] = sink.records
-    assert record.id.startswith("answer_by_hand-")
-    assert (record.question, record.contexts, record.answer) == (QUESTION, CONTEXTS, ANSWER)
-    assert record.metadata == {"nodes": expected_nodes(pytest.approx(1.0))}
-    assert_nothing_left()
+    assert_the_record(instrumented, sink, "answer_by_hand")
 
 
 @dispatcher.span

@@ -14,6 +14,7 @@ from li_support import (
     TOP_K,
     ScriptedLLM,
     assert_nothing_left,
+    assert_the_record,
     expected_nodes,
     stream_tokens,
 )
@@ -93,9 +94,4 @@ def test_async_streaming_query(index, instrumented, sink):
         return [token async for token in response.async_response_gen()]
 
     assert asyncio.run(ask()) == stream_tokens()
-    assert instrumented.flush(10)
-    [record] = sink.records
-    assert record.id.startswith("RetrieverQueryEngine.aquery-")
-    assert (record.question, record.contexts, record.answer) == (QUESTION, CONTEXTS, ANSWER)
-    assert record.metadata == {"nodes": expected_nodes(pytest.approx(1.0))}
-    assert_nothing_left()
+    assert_the_record(instrumented, sink, "RetrieverQueryEngine.aquery")
