@@ -54,13 +54,14 @@ def bench_command(
             return lambda: progress.advance(task)
 
         try:
-            read = read_labelled(input_path, **(labelled or {}), limit=limit, schema=schema, by=by or ())
+            read = read_labelled(input_path, **(labelled or {}), limit=limit, schema=schema, by=by or (),
+                                 options=parse_options(option), rescore=rescore)
             if read.count is not None:
                 (console if as_json else out).print(read.count.line(), markup=False, soft_wrap=True)
             results = run_bench(read.path, metrics or ["grounding"], threshold=threshold, threshold_from=threshold_from,
                                 options=parse_options(option), limit=limit, progress=tick,
                                 engine=engine_options(**(engine or {})), schema=schema,
-                                by=by or (), items=read.items, stored=read.reused(parse_options(option), rescore))
+                                by=by or (), items=read.items, stored=read.stored)
         except (KeyError, ValueError, FileNotFoundError, ImportError, ConnectionError, RuntimeError) as error:
             console.print(f"[red]error:[/red] {shown(error)}", soft_wrap=True)  # one line, for grep
             raise typer.Exit(2) from None

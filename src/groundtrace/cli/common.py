@@ -67,12 +67,6 @@ def existing_store() -> Path:
     return store
 
 
-def labels_path_for(scores: Path) -> Path:
-    """The labels file beside a scores file, where `groundtrace review` writes it: answers.scores.jsonl ->
-    answers.scores.labels.jsonl."""
-    return scores.with_name(scores.name.removesuffix(".jsonl") + ".labels.jsonl")
-
-
 def metric_names(values: Sequence[str] | None) -> list[str]:
     """-m a -m b,c -> ['a', 'b', 'c']: repeated and comma-separated forms alike, order kept, duplicates dropped."""
     names = (name.strip() for value in values or [] for name in value.split(","))

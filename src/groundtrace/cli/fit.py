@@ -57,19 +57,19 @@ def fit_command(
         goal = Target.parse(target)
         if not 0.0 < share < 1.0:
             raise ValueError(f"--share {share}: a share in (0, 1)")
-        read = read_labelled(input_path, **(labelled or {}),
-                             limit=limit, schema=schema)
+        options = parse_options(option)
+        read = read_labelled(input_path, **(labelled or {}), limit=limit, schema=schema, options=options,
+                             rescore=rescore)
         items = read.items
         if read.count is not None:  # what the join left out, before the fit refuses too few
             (console if as_json else out).print(read.count.line(), markup=False, soft_wrap=True)
-        options = parse_options(option)
         with progress_bar() as progress:
             def tick(name: str, total: int):
                 task = progress.add_task(name, total=total)
                 return lambda: progress.advance(task)
 
             # a scores file's own scores are reused: only what it lacks is scored here
-            scored = scores_by_id(read_scored(scores)) if scores is not None else read.reused(options, rescore)
+            scored = scores_by_id(read_scored(scores)) if scores is not None else read.stored
             found = metric_scores(items, [*names, *([escalate] if escalate else [])], options, scored, tick)
         costly = found.pop(escalate) if escalate else None
         inputs = fit_inputs(items, found, group)

@@ -3,18 +3,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from groundtrace.cli.common import existing_store, json_or_text, labels_path_for, option_group
+from groundtrace.cli.common import existing_store, json_or_text, option_group
 
 if TYPE_CHECKING:
-    from groundtrace.io.labelled import LabelCount
-    from groundtrace.io.labelled import Labelled
+    from groundtrace.io.labelled import LabelCount, Labelled
     from groundtrace.score import Score
 
 FromOption = Annotated[Optional[str], typer.Option(
@@ -57,32 +56,21 @@ class LabelledInput:
     name: str  # the file's name, or the source's spec: what the figures are of
     path: Path | None  # the records' file (None: a platform)
     count: LabelCount | None  # what a join kept and left out (None: labels in the file)
-    #: a scores file's own Scores, record id -> metric -> Score (None: the records hold none)
+    #: the Scores a scores file holds that a bench or fit reuses, record id -> metric -> Score (io.labelled.stored_scores)
     stored: dict[str, dict[str, Score]] | None = None
-
-    def reused(self, options: dict[str, Any], rescore: bool = False) -> dict[str, dict[str, Score]] | None:
-        """The stored Scores a bench or fit reuses: none when told to rescore, and none of a metric given options
-        (its stored scores are of another setting)."""
-        if rescore or self.stored is None:
-            return None
-        return {rid: {name: s for name, s in by_metric.items() if name not in options}
-                for rid, by_metric in self.stored.items()}
 
 
 def read_labelled(input_path: Path | None, source: str | None = None, labels: Path | None = None,
                   label_name: str | None = None, label_map: str | None = None, label_below: float | None = None,
                   label_above: float | None = None, source_option: Sequence[str] | None = None, *,
-                  limit: int | None, schema: str | None, by: Sequence[str] = ()) -> LabelledInput:
+                  limit: int | None, schema: str | None, by: Sequence[str] = (), options: Container[str] = (),
+                  rescore: bool = False) -> LabelledInput:
     """The labelled records the options name. Raises ValueError (a usage error, a value no label maps),
     FileNotFoundError, KeyError (an unknown source) or the source's own errors."""
     from groundtrace.io import is_scores_file
     from groundtrace.io.label_values import LabelMap
-    from groundtrace.io.labelled import (
-        labelled_from_file,
-        labelled_from_source,
-        stored_scores,
-    )
-    from groundtrace.measure.bench import load_labelled
+    from groundtrace.io.labelled import labelled_from_file, labelled_from_source, load_labelled, stored_scores
+    from groundtrace.io.labels import labels_path_for
 
     if input_path is not None and source is not None:
         raise ValueError("give a file of records or --from SOURCE (one of the two)")
@@ -96,13 +84,14 @@ def read_labelled(input_path: Path | None, source: str | None = None, labels: Pa
         if platform_only:
             raise ValueError(f"{platform_only[0]} reads a platform's labels: it goes with --from SOURCE")
         assert input_path is not None
+        stored = stored_scores(input_path, options, rescore)
         if labels is None and labels_path_for(input_path).exists() and is_scores_file(input_path):
             labels = labels_path_for(input_path)  # where `groundtrace review` wrote them
         if labels is None:
             return LabelledInput(load_labelled(input_path, limit=limit, schema=schema, by=by), input_path.name,
-                                 input_path, None, stored_scores(input_path))
+                                 input_path, None, stored)
         items, count = labelled_from_file(input_path, labels, limit=limit, schema=schema, by=by)
-        return LabelledInput(items, input_path.name, input_path, count, stored_scores(input_path))
+        return LabelledInput(items, input_path.name, input_path, count, stored)
     if schema is not None:
         raise ValueError("--schema is the layout of a file; a --from source has its own")
     if labels is not None and any(value is not None for value in (label_name, label_map, label_below, label_above)):

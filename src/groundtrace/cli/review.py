@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from groundtrace.cli.common import NO_RECORDS_WHY, console, labels_path_for, shown, store_or
+from groundtrace.cli.common import NO_RECORDS_WHY, console, shown, store_or
 
 
 def review_command(
@@ -58,6 +58,8 @@ def review_command(
 
         console.print(f"[red]error:[/red] {missing_extra('review', 'the review app', error)}", soft_wrap=True)
         raise typer.Exit(2) from None
+    from groundtrace.io.labels import labels_path_for
+
     labels_path = labels or labels_path_for(Path(path))
     review = Review(rows, labels_path, source=str(path), trace_url=template, reviewer=reviewer)
     listening = _bind(host, port)  # bound here: a busy port is said plainly, and --port 0 gets its number

@@ -13,7 +13,7 @@ what was left out, for the line `fit` and `bench` print.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -192,9 +192,13 @@ def labelled_from_source(spec: str, *, label_name: str | None = None, label_map:
 __all__ = ["LabelCount", "join", "labelled_from_file", "labelled_from_source", "read_review_labels"]
 
 
-def stored_scores(path: str | Path) -> dict[str, dict[str, Score]] | None:
-    """A scores file's own Scores, record id -> metric -> Score (None: ``path`` holds records, not scores): what
-    a bench or fit on the file reuses instead of scoring again."""
+def stored_scores(path: str | Path, options: Container[str] = (), rescore: bool = False) -> dict[str, dict[str, Score]] | None:
+    """A scores file's own Scores, record id -> metric -> Score, that a bench or fit on the file reuses instead of
+    scoring again: None where ``path`` holds records, not scores, or ``rescore`` says to score everything again;
+    never a metric named in ``options`` (its stored scores are of another setting)."""
     from groundtrace.io import is_scores_file, read_scored
 
-    return scores_by_id(read_scored(path)) if is_scores_file(path) else None
+    if rescore or not is_scores_file(path):
+        return None
+    return {rid: {name: s for name, s in by_metric.items() if name not in options}
+            for rid, by_metric in scores_by_id(read_scored(path)).items()}

@@ -172,3 +172,9 @@ def read_labels(path: str | Path) -> dict[str, int]:
 
 __all__ = ["CHOICES", "SKIP", "SUPPORTED", "UNSUPPORTED", "Decision", "LabelsFileError", "append", "decide",
            "iter_decisions", "read_decisions", "read_labels"]
+
+
+def labels_path_for(scores: Path) -> Path:
+    """The labels file beside a scores file, where `groundtrace review` writes it: answers.scores.jsonl ->
+    answers.scores.labels.jsonl."""
+    return scores.with_name(scores.name.removesuffix(".jsonl") + ".labels.jsonl")
