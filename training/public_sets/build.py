@@ -21,7 +21,7 @@ from training.public_sets.common import (PublicSet, TextIndex, assign_split, dro
                                          held_out_groups, record_texts, source_groups)
 from training.public_sets.snapshot import reader
 from training.public_sets.stats import describe
-from training.synth import DATA_DIR, MEASUREMENT_FILES
+from training.synth_sources import DATA_DIR, MEASUREMENT_FILES
 from training.xe.jsonxz import write_xz
 
 BENCHMARK_DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data"

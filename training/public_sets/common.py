@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from groundtrace.text import split_sentences
-from training.synth import normalise  # the synthetic set's leak filter normalises texts this way
+from training.synth_sources import normalise  # the synthetic set's leak filter normalises texts this way
 
 TASKS = frozenset({"summary", "dialogue", "long_answer", "claim"})
 LONG_SENTENCE = 40  # characters: a shared sentence this long is a leak, shorter ones are commonplace
