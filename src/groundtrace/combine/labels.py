@@ -31,10 +31,12 @@ def metric_scores(items: Sequence[Labelled], names: Sequence[str], options: Mapp
     else scored here (once per metric, in record order)."""
     out: dict[str, list[Score]] = {}
     for name in names:
-        metric = get_metric(name, **dict(options.get(name, {})))
         missing = sum(1 for item in items if name not in (scored or {}).get(record_id(item), {}))
-        tick = progress(name, missing) if progress and missing else None
-        out[name] = scores_for(metric, items, scored, tick).scores
+        if not missing:  # all read: the metric (and its model) is not even built
+            out[name] = [scored[record_id(item)][name] for item in items] if scored else []
+            continue
+        metric = get_metric(name, **dict(options.get(name, {})))
+        out[name] = scores_for(metric, items, scored, progress(name, missing) if progress else None).scores
     return out
 
 

@@ -292,9 +292,9 @@ def run_bench(
     ``by``: row keys to break the figures down by besides task and language ('session': session_id).
     ``engine``: where the records are scored, as keywords of :func:`groundtrace.batch.stream.score_stream`
     (e.g. ``{"engine": "ray", "actors": 2}``; default: this process). ``schema``: the layout of both
-    files (default: detected from each file's keys). ``stored``: Scores already computed, record id -> metric
-    name -> Score (:func:`groundtrace.score.scores_by_id` of a scores file): a metric given no options reuses
-    them and scores only the records they lack."""
+    files (default: detected from each file's keys). ``stored``: Scores already computed with these settings, record id ->
+    metric name -> Score (:func:`groundtrace.io.labelled.stored_scores` of a scores file, which leaves out a metric
+    given options): each metric reuses them and scores only the records they lack."""
     if threshold is not None and threshold_from is not None:
         raise ValueError("give either a threshold or a file to fit one on, not both")
     if items is None:
@@ -317,7 +317,6 @@ def run_bench(
             source = f"F1-optimal on {Path(threshold_from).name}"
         tick = progress(metric.name, len(items)) if progress else None
         results[metric.name] = bench_metric(metric, items, threshold=cut, threshold_source=source, progress=tick,
-                                            engine=engine, options=(options or {}).get(metric.name),
-                                            stored=None if (options or {}).get(metric.name) else stored)
+                                            engine=engine, options=(options or {}).get(metric.name), stored=stored)
         results[metric.name].trained_on = training_file(metric, digest) if digest else None
     return results
