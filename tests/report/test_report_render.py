@@ -251,3 +251,17 @@ def test_a_session_id_is_shown_as_text_never_run():
     doc, _ = page(with_sessions([XSS, None, None, None]))
     assert doc.find("section", id="conversations").find("th", scope="row").text == XSS
     assert len(doc.find_all("script")) == 3  # the views' data and script, the table's script: no other
+
+
+def test_a_flagged_share_is_rounded_one_way_in_the_summary_and_the_views():
+    """3 of 24 is 12.5%: the summary (Python) and the views (the page's script, toFixed) both say 13%."""
+    from groundtrace.report.templates import percent
+
+    assert (percent(3 / 24), percent(1 / 8), percent(0.145), percent(0.0), percent(None)) == \
+        ("13%", "13%", "14%", "0%", "—")
+    records = [ScoredRecord(record=Record(id=f"r{i}", question="Q?", contexts=["Refunds take 5 days."],
+                                          answer="Refunds take 5 days."),
+                            scores=[score("lexical", 0.9 if i < 3 else 0.1)]) for i in range(24)]
+    doc, _ = page(records)
+    [cell] = [node for node in doc.iter() if node.tag == "td" and "flagged-share" in node.classes]
+    assert cell.text == "3/24 (13%)"

@@ -380,7 +380,7 @@ def test_a_failing_callback_never_reaches_the_application(handler, monitor, sink
     assert sink.emitted == []
     assert capture_delta() == {"roots": 1, "callback_errors": 1,
                                "no_record": {"groundtrace failed to read it": 1}}
-    assert "groundtrace: on_chain_end failed" in caplog.text
+    assert "groundtrace: LangChain: on_chain_end failed" in caplog.text
     # LangChain would log "Error in GroundtraceCallbackHandler..." had the error reached it
     assert "Error in GroundtraceCallbackHandler" not in caplog.text
 

@@ -30,19 +30,19 @@ class Run:
     def __init__(self, inputs: object = None) -> None:
         self.collector = Collector()
         self.root_id = uuid.uuid4()
-        self.root = RootRun(run_id=self.root_id, name="LangGraph", inputs=inputs, tags=[], metadata={},
-                            excluded=False, otel_ids=None, links={})
+        self.root = RootRun(run_id=str(self.root_id), key=self.root_id.int, name="LangGraph", inputs=inputs, tags=[],
+                            metadata={}, excluded=False, otel_ids=None, links={})
         self.collector.add_root(SCOPE, self.root)
 
     def tool(self, name: str, call_id: str | None, arguments: dict, output: object, parent: uuid.UUID | None = None) -> uuid.UUID:
         run = uuid.uuid4()
-        self.collector.adopt_tool(SCOPE, run, parent or self.root_id, name, arguments, call_id)
+        self.collector.adopt_tool(SCOPE, run.int, (parent or self.root_id).int, name, arguments, call_id)
         self.root.tools[run.int].output = output
         return run
 
     def retrieve(self, query: str, documents: list[Document], parent: uuid.UUID | None = None) -> None:
         run = uuid.uuid4()
-        self.collector.adopt_retriever(SCOPE, run, parent or self.root_id, query, "KeywordRetriever")
+        self.collector.adopt_retriever(SCOPE, run.int, (parent or self.root_id).int, query, "KeywordRetriever")
         self.root.retrievals[run.int].documents = documents
 
     def model(self, messages: list, reply: str) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -28,8 +29,22 @@ from groundtrace.score import ScoredRecord
 if TYPE_CHECKING:
     from groundtrace.batch.tally import Tally
 
-console = Console(stderr=True)
-out = Console()
+#: the width of what the commands print into a pipe or a file (no terminal, no COLUMNS): wide enough that no table
+#: (fit's, bench's) is cut to rich's default of 80 columns, where a script or a CI log reads it
+PIPED_WIDTH = 1000
+
+
+def _width(stream: Any) -> int | None:
+    """None (rich's own choice: the terminal's, or COLUMNS) unless the stream is no terminal and COLUMNS is unset."""
+    try:
+        terminal = stream.isatty()
+    except (AttributeError, ValueError):
+        terminal = False
+    return None if terminal or os.environ.get("COLUMNS") else PIPED_WIDTH
+
+
+console = Console(stderr=True, width=_width(sys.stderr))
+out = Console(width=_width(sys.stdout))
 
 # the exit codes of the command line (docs/reference/cli.md lists them); click's own usage errors are 2 too
 EXIT_GATE = 1  # a --max-flagged gate failed

@@ -27,7 +27,7 @@ from groundtrace.record import Record
 from groundtrace.redaction import get_logger, register_secrets
 from groundtrace.score import Score
 from groundtrace.sinks import Sink, retry_with_backoff, score_label, spans_summary
-from groundtrace.sinks.phoenix_configs import AnnotationConfigs
+from groundtrace.sinks.phoenix_configs import PROJECT_LINK, AnnotationConfigs, traced_project
 from groundtrace.sinks.readable import rationale
 from groundtrace.sinks.results import annotator_kind
 
@@ -85,6 +85,8 @@ class PhoenixSink(Sink):
 
     name = "phoenix"
     out_of_process = True  # configured from the Settings and its SDK's variables; sends synchronously
+    # the project the request's spans go to, read in the application's process (the configs are assigned there)
+    trace_link = (PROJECT_LINK, traced_project)
 
     def __init__(
         self,
@@ -140,7 +142,7 @@ class PhoenixSink(Sink):
                 f"Phoenix annotations of span {record.span_id} failed: {type(error).__name__}: {error}"
             ) from error
         if self.configs is not None:  # the span, and so its project, exists now
-            self.configs.ensure(scores)
+            self.configs.ensure(scores, record.trace_links.get(PROJECT_LINK))
 
     def _refusal(self, span_id: str, status: int) -> str:
         if status == 404:

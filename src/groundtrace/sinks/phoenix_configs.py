@@ -10,9 +10,12 @@ assigns it to the project (idempotent). Done once per project and metric per sin
 annotations were accepted (so the span, and with it the project, exists). A failure here leaves the
 annotations in place and is said once as a WARNING: the scores are there, only uncoloured.
 
-The project: the sink's ``project``, else ``PHOENIX_PROJECT_NAME`` (what ``phoenix.otel.register`` reads),
-else the ``openinference.project.name`` of this process's tracer provider, else ``default``; named when the
-sink first annotates, since an application may set up its tracing after building the sink.
+The project: the sink's ``project``, else the project of the spans being annotated (the
+``openinference.project.name`` of the resource of the tracer provider that traced the request, read in the
+application's process when the request started and carried with its Record as the ``phoenix_project`` trace
+link: the sink may run in a scoring process that has no provider), else ``PHOENIX_PROJECT_NAME`` (what
+``phoenix.otel.register`` reads), else this process's provider's, else ``default``. Configs are made sure of
+once per project and metric.
 """
 
 from __future__ import annotations
@@ -30,17 +33,33 @@ log = get_logger("groundtrace.sinks.phoenix")
 
 DEFAULT_PROJECT = "default"
 PROJECT_ATTRIBUTE = "openinference.project.name"
+#: the trace link a Record carries its spans' Phoenix project in (read when the request starts)
+PROJECT_LINK = "phoenix_project"
 
 
-def project_name(given: str | None = None) -> str:
+def traced_project() -> str | None:
+    """The Phoenix project of the spans of the request being captured: the resource's of the current span (an SDK
+    span knows its provider's resource), else of the global tracer provider. None when the application has no SDK
+    provider (nothing imported here: this runs at each request's start)."""
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:
+        return None
+    resource = getattr(trace.get_current_span(), "resource", None)
+    if resource is None:
+        resource = getattr(trace.get_tracer_provider(), "resource", None)
+    named = getattr(resource, "attributes", {}).get(PROJECT_ATTRIBUTE) if resource is not None else None
+    return named if isinstance(named, str) and named else None
+
+
+def project_name(given: str | None = None, traced: str | None = None) -> str:
+    """``given``: the sink's own; ``traced``: the project the record's spans went to (its PROJECT_LINK)."""
     if given:
         return given
+    if traced:
+        return traced
     if env := os.environ.get("PHOENIX_PROJECT_NAME"):
         return env
-    trace = sys.modules.get("opentelemetry.trace")  # the application's provider, if it has one in this process
-    resource = getattr(trace.get_tracer_provider(), "resource", None) if trace is not None else None
-    named = getattr(resource, "attributes", {}).get(PROJECT_ATTRIBUTE) if resource is not None else None
-    return named if isinstance(named, str) and named else DEFAULT_PROJECT
+    return traced_project() or DEFAULT_PROJECT  # the application's provider, if it has one in this process
 
 
 def config_body(score: Score) -> dict[str, Any]:
@@ -57,22 +76,22 @@ class AnnotationConfigs:
     def __init__(self, http: Any, project: str | None = None) -> None:
         self.http = http
         self.given = project
-        self.project: str | None = None  # named at the first annotation: the app may set up its tracing after the sink
-        self._done: set[str] = set()
+        self._done: set[tuple[str, str]] = set()  # (project, metric)
         self._said = False
 
-    def ensure(self, scores: Iterable[Score]) -> None:
-        if self.project is None:
-            self.project = project_name(self.given)
+    def ensure(self, scores: Iterable[Score], traced: str | None = None) -> None:
+        """Make sure of the configs of these scores' metrics in the project of their spans (``traced``: the
+        record's PROJECT_LINK)."""
+        project = project_name(self.given, traced)
         for score in scores:
-            if score.threshold is None or score.metric in self._done:
+            if score.threshold is None or (project, score.metric) in self._done:
                 continue
-            self._done.add(score.metric)  # tried once: a Phoenix that refuses is not asked again per record
+            self._done.add((project, score.metric))  # tried once: a Phoenix that refuses is not asked again per record
             try:
                 created = self.http.post("/v1/annotation_configs", json=config_body(score))
                 if created.status_code not in (200, 409):  # 409: a config of that name exists; it wins
                     created.raise_for_status()
-                assigned = self.http.put(f"/v1/projects/{quote(self.project, safe='')}/annotation_configs/"
+                assigned = self.http.put(f"/v1/projects/{quote(project, safe='')}/annotation_configs/"
                                          f"{quote(score.metric, safe='')}")
                 assigned.raise_for_status()
             except Exception as error:
@@ -80,7 +99,7 @@ class AnnotationConfigs:
                     self._said = True
                     log.warning("groundtrace: Phoenix annotation config %r for project %r not set (%s: %s): the "
                                 "scores are annotated, Phoenix will not colour them as good or bad",
-                                score.metric, self.project, type(error).__name__, error)
+                                score.metric, project, type(error).__name__, error)
 
 
-__all__ = ["AnnotationConfigs", "config_body", "project_name"]
+__all__ = ["PROJECT_LINK", "AnnotationConfigs", "config_body", "project_name", "traced_project"]

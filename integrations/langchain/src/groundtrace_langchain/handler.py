@@ -10,6 +10,7 @@ make no Record.
 from __future__ import annotations
 
 import itertools
+import sys
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -33,12 +34,19 @@ from langchain_core.outputs import LLMResult
 from langchain_core.runnables.config import var_child_runnable_config
 
 from groundtrace_langchain.collector import COLLECTOR, Retrieval, RootRun, log, report_failure
+from groundtrace_langchain.events import (RunKey, UnreadableEvent, metadata_dict, parent_key, run_key, run_name,
+                                          run_text, tag_list)
 from groundtrace_langchain.extract import STEP_OUTPUTS, history_session
 from groundtrace_langchain.records import NothingToScore, read_end
 from groundtrace_langchain.tracer_spans import config_handlers, tracer_spans
 
 TRACER_NAME = "groundtrace.langchain"
 _scopes = itertools.count(1)
+# what a start event that could not be read was: a chain's (a root, or a step whose tree must stay whole) or a
+# retriever's, model's or tool's inside a root
+ROOT_START, CHILD_START = "root", "child"
+# the no-record reason of a root one of whose events could not be read (the WARNING says which and why)
+UNREADABLE_EVENTS = "groundtrace could not read one of its events"
 
 
 class GroundtraceCallbackHandler(BaseCallbackHandler):
@@ -126,16 +134,20 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
         if self.owns_monitor and self._monitor is not None:
             self._monitor.close()
 
-    # Every callback body runs under `try: ... except Exception: report_failure(...)`, written out
+    # Every callback body runs under `try: ... except Exception: self._cannot_read(...)`, written out
     # rather than as a decorator: a wrapper would re-pack LangChain's keyword arguments on every event.
 
     # ---------------------------------------------------------------------------------- chains
     def on_chain_start(self, serialized: Any, inputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None,
                        tags: list[str] | None = None, metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
         try:
-            if parent_run_id is None or (root := COLLECTOR.adopt(self._scope, run_id, parent_run_id,
-                                                                 kwargs.get("name"))) is None:
-                self._start_root(run_id, inputs, tags, metadata, kwargs.get("name"))
+            run = run_id.int if type(run_id) is UUID else run_key(run_id)
+            parent = parent_run_id.int if type(parent_run_id) is UUID else parent_key(parent_run_id)
+            name = kwargs.get("name")
+            if type(name) is not str:
+                name = run_name(name)
+            if parent is None or (root := COLLECTOR.adopt(self._scope, run, parent, name)) is None:
+                self._start_root(run, run_id, inputs, tags, metadata, name)
                 return
             if root.config_unread:
                 _read_root_config(root)
@@ -146,54 +158,57 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
                     and prompt_variables(inputs, None):
                 COLLECTOR.add_carried(root, None, inputs)
         except Exception:
-            report_failure("on_chain_start")
+            self._cannot_read("on_chain_start", run_id, parent_run_id, ROOT_START)
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
         try:
-            if (self._scope, run_id.int) in COLLECTOR.roots:  # most chain ends are not a root's
-                root = COLLECTOR.pop_root(self._scope, run_id)
+            run = run_id.int if type(run_id) is UUID else run_key(run_id)
+            if (self._scope, run) in COLLECTOR.roots:  # most chain ends are not a root's
+                root = COLLECTOR.pop_root(self._scope, run)
                 if root is not None:
                     self._submit(root, outputs, kwargs.get("inputs"))
             # a step that returned Documents (a retrieval function): a reference. (A step's dict output, a
             # LangGraph state update, is read in the root's final output: one test here would cost every step.)
             elif type(outputs) is list and outputs and type(outputs[0]) not in NOT_ITEMS and may_carry_output(outputs):
-                root = COLLECTOR.root_of(self._scope, run_id)
+                root = COLLECTOR.root_of(self._scope, run)
                 if root is not None and not root.retrievals:
-                    COLLECTOR.add_carried(root, run_id.int, outputs)
+                    COLLECTOR.add_carried(root, run, outputs)
         except Exception:
-            report_failure("on_chain_end")
+            self._cannot_read("on_chain_end", run_id, parent_run_id)
 
     def on_chain_error(self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None,
                        **kwargs: Any) -> None:
         try:
-            root = COLLECTOR.pop_root(self._scope, run_id)
+            root = COLLECTOR.pop_root(self._scope, run_key(run_id))
             if root is not None:
                 COLLECTOR.counts.failed("its answer is not scored")
                 _settle_span(root, error, load_mask(self._mask) or self.monitor.mask)
-                log.debug("groundtrace: root run %s (%s) raised %s: nothing is scored", run_id, root.name,
+                log.debug("groundtrace: root run %s (%s) raised %s: nothing is scored", root.run_id, root.name,
                           type(error).__name__)
         except Exception:
-            report_failure("on_chain_error")
+            self._cannot_read("on_chain_error", run_id, parent_run_id)
 
     # ------------------------------------------------------------------------------ retrievers
     def on_retriever_start(self, serialized: Any, query: str, *, run_id: UUID, parent_run_id: UUID | None = None,
                            **kwargs: Any) -> None:
         try:
             if parent_run_id is not None:
-                name = kwargs.get("name") or (serialized or {}).get("name")
-                COLLECTOR.adopt_retriever(self._scope, run_id, parent_run_id, query, name)
+                name = run_name(kwargs.get("name") or _serialized_name(serialized))
+                COLLECTOR.adopt_retriever(self._scope, run_key(run_id), run_key(parent_run_id, "parent_run_id"),
+                                          query if isinstance(query, str) else "", name)
         except Exception:
-            report_failure("on_retriever_start")
+            self._cannot_read("on_retriever_start", run_id, parent_run_id, CHILD_START)
 
     def on_retriever_end(self, documents: Sequence[Document], *, run_id: UUID, parent_run_id: UUID | None = None,
                          **kwargs: Any) -> None:
         try:
-            root = COLLECTOR.root_of(self._scope, run_id)
-            retrieval = root.retrievals.get(run_id.int) if root is not None else None
+            run = run_key(run_id)
+            root = COLLECTOR.root_of(self._scope, run)
+            retrieval = root.retrievals.get(run) if root is not None else None
             if retrieval is not None:  # copies as they were now: the app may reuse or change its objects later
                 retrieval.documents = [_snapshot(document) for document in documents]
         except Exception:
-            report_failure("on_retriever_end")
+            self._cannot_read("on_retriever_end", run_id, parent_run_id)
 
     # -------------------------------------------------------------------------------- models
     # A model call's input and output are stored as LangChain gave them; records.py renders only
@@ -209,38 +224,42 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
     def _start_call(self, run_id: UUID, parent_run_id: UUID | None, model_input: Any, event: str,
                     kwargs: dict[str, Any]) -> None:
         try:
+            run = run_id.int if type(run_id) is UUID else run_key(run_id)
             if parent_run_id is None:  # a model called by hand: a turn only after a @groundtrace.retrieval call
                 if has_pending() and (marked := take_pending(model_input)):  # this call's, if given their text
-                    self._start_root(run_id, model_input, kwargs.get("tags"), kwargs.get("metadata"),
-                                     kwargs.get("name") or "model call", marked)
-                    root = COLLECTOR.root_of(self._scope, run_id)
+                    self._start_root(run, run_id, model_input, kwargs.get("tags"), kwargs.get("metadata"),
+                                     run_name(kwargs.get("name")) or "model call", marked)
+                    root = COLLECTOR.root_of(self._scope, run)
                     if root is not None:
-                        root.pending[run_id.int] = root.turn.start_call(model_input)
+                        root.pending[run] = root.turn.start_call(model_input)
                 return
-            root = COLLECTOR.root_of(self._scope, parent_run_id)
+            root = COLLECTOR.root_of(self._scope, parent_run_id.int if type(parent_run_id) is UUID
+                                     else parent_key(parent_run_id))
             if root is not None:
                 if root.config_unread:  # a model call as the root's first child
                     _read_root_config(root)
-                root.pending[run_id.int] = root.turn.start_call(model_input)
+                root.pending[run] = root.turn.start_call(model_input)
         except Exception:
-            report_failure(event)
+            self._cannot_read(event, run_id, parent_run_id, CHILD_START)
 
     def on_llm_end(self, response: LLMResult, *, run_id: UUID, parent_run_id: UUID | None = None,
                    **kwargs: Any) -> None:
         try:
+            run = run_id.int if type(run_id) is UUID else run_key(run_id)
             if parent_run_id is None:  # a model called by hand after a @groundtrace.retrieval call: a root
-                self._end_model_root(response, run_id)
+                self._end_model_root(response, run)
                 return
-            root = COLLECTOR.root_of(self._scope, parent_run_id)
-            call = root.pending.pop(run_id.int, None) if root is not None else None
+            root = COLLECTOR.root_of(self._scope, parent_run_id.int if type(parent_run_id) is UUID
+                                     else parent_key(parent_run_id))
+            call = root.pending.pop(run, None) if root is not None else None
             if call is not None:
                 call.output = response
         except Exception:
-            report_failure("on_llm_end")
+            self._cannot_read("on_llm_end", run_id, parent_run_id)
 
-    def _end_model_root(self, response: LLMResult, run_id: UUID) -> None:
-        root = COLLECTOR.pop_root(self._scope, run_id)
-        call = root.pending.pop(run_id.int, None) if root is not None else None
+    def _end_model_root(self, response: LLMResult, run: RunKey) -> None:
+        root = COLLECTOR.pop_root(self._scope, run)
+        call = root.pending.pop(run, None) if root is not None else None
         if root is not None and call is not None:
             call.output = response
             self._submit(root, None, None)  # its answer is its generation
@@ -248,13 +267,14 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
     def on_llm_error(self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None,
                      **kwargs: Any) -> None:
         try:
-            root = COLLECTOR.root_of(self._scope, parent_run_id if parent_run_id is not None else run_id)
+            run, parent = run_key(run_id), parent_key(parent_run_id)
+            root = COLLECTOR.root_of(self._scope, parent if parent is not None else run)
             if root is not None:
-                root.pending.pop(run_id.int, None)
+                root.pending.pop(run, None)
             if parent_run_id is None:
                 self.on_chain_error(error, run_id=run_id)
         except Exception:
-            report_failure("on_llm_error")
+            self._cannot_read("on_llm_error", run_id, parent_run_id)
 
     # --------------------------------------------------------------------------------- tools
     def on_tool_start(self, serialized: Any, input_str: str, *, run_id: UUID, parent_run_id: UUID | None = None,
@@ -262,45 +282,74 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
         try:
             # a tool may run a retriever (agentic RAG): its runs must find their root through it
             if parent_run_id is not None:
-                name = (serialized or {}).get("name") or kwargs.get("name")
+                name = run_name(_serialized_name(serialized) or kwargs.get("name"))
                 arguments = kwargs.get("inputs")
-                COLLECTOR.adopt_tool(self._scope, run_id, parent_run_id, name,
-                                     input_str if arguments is None else arguments, kwargs.get("tool_call_id"))
+                call_id = kwargs.get("tool_call_id")
+                COLLECTOR.adopt_tool(self._scope, run_key(run_id), run_key(parent_run_id, "parent_run_id"), name,
+                                     input_str if arguments is None else arguments,
+                                     call_id if isinstance(call_id, str) else None)
         except Exception:
-            report_failure("on_tool_start")
+            self._cannot_read("on_tool_start", run_id, parent_run_id, CHILD_START)
 
     def on_tool_error(self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None,
                       **kwargs: Any) -> None:
         try:
-            root = COLLECTOR.root_of(self._scope, run_id)
-            tool = root.tools.get(run_id.int) if root is not None else None
+            run = run_key(run_id)
+            root = COLLECTOR.root_of(self._scope, run)
+            tool = root.tools.get(run) if root is not None else None
             if tool is not None:  # the exception's type only: its traceback would hold the tool's frames
                 tool.failed = type(error).__name__
         except Exception:
-            report_failure("on_tool_error")
+            self._cannot_read("on_tool_error", run_id, parent_run_id)
 
     def on_tool_end(self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
         try:
-            root = COLLECTOR.root_of(self._scope, run_id)
-            tool = root.tools.get(run_id.int) if root is not None else None
+            run = run_key(run_id)
+            root = COLLECTOR.root_of(self._scope, run)
+            tool = root.tools.get(run) if root is not None else None
             if tool is not None:
                 tool.output = output
         except Exception:
-            report_failure("on_tool_end")
+            self._cannot_read("on_tool_end", run_id, parent_run_id)
+
+    # ----------------------------------------------------------------------- what cannot be read
+    def _cannot_read(self, event: str, run_id: Any, parent_run_id: Any, start: str | None = None) -> None:
+        """An event that failed (its arguments unreadable, or a failure of ours): the root it belongs to makes no
+        Record, and a start keeps its run in that root's tree, so that its own children are not taken for roots
+        (a chain start with no tracked root becomes a root that will make none). Said once per cause."""
+        error = sys.exc_info()[1]
+        cause = error.cause if isinstance(error, UnreadableEvent) else None
+        try:
+            run, parent = _key_or_none(run_id), _key_or_none(parent_run_id)
+            root = COLLECTOR.root_of(self._scope, run) or COLLECTOR.root_of(self._scope, parent)
+            if root is not None:
+                if root.unreadable is None:
+                    root.unreadable = f"{event}: {cause or type(error).__name__}"
+                if start is not None and run is not None and parent is not None \
+                        and COLLECTOR.root_of(self._scope, run) is None:
+                    COLLECTOR.adopt(self._scope, run, parent)
+            elif start == ROOT_START and run is not None:
+                COLLECTOR.add_root(self._scope, RootRun(
+                    run_id=str(run), key=run, name=None, inputs=None, tags=[], metadata={}, excluded=True,
+                    otel_ids=None, links={}, unreadable=f"{event}: {cause or type(error).__name__}"))
+        except Exception:
+            pass  # what could be read is counted below all the same
+        report_failure(event, cause)
 
     # ---------------------------------------------------------------------------------- roots
-    def _start_root(self, run_id: UUID, inputs: Any, tags: list[str] | None, metadata: dict[str, Any] | None,
+    def _start_root(self, run: RunKey, run_id: Any, inputs: Any, tags: Any, metadata: Any,
                     name: str | None, marked: list[Retrieved] | None = None) -> None:
-        """``marked``: @groundtrace.retrieval calls made just before, outside any turn, taken already (else
-        taken here): this turn's retrievals."""
+        """``run``: the root's key; ``run_id``: its id as LangChain gave it. ``marked``: @groundtrace.retrieval
+        calls made just before, outside any turn, taken already (else taken here): this turn's retrievals."""
+        metadata = metadata_dict(metadata)
         excluded = bool(metadata) and Monitor.excludes(metadata)  # an excluded run starts no span, reads no links
         ids = None if excluded else otel_ids()  # the application's span, if one is current
         # the conversation: only groundtrace.session() must be read now (a context variable); the
         # run metadata's thread_id and session_id are read from the root's copy, off this thread
         root = RootRun(
-            run_id=run_id, name=name, inputs=inputs, tags=list(tags) if tags else [],
-            metadata=dict(metadata) if metadata else {}, excluded=excluded, otel_ids=ids, started_ns=time.time_ns(),
-            links={} if excluded else current_links(), given_session=current_session(),
+            run_id=str(run_id) if type(run_id) is UUID else run_text(run_id), key=run, name=name, inputs=inputs,
+            tags=tag_list(tags), metadata=metadata, excluded=excluded, otel_ids=ids, started_ns=time.time_ns(),
+            links={} if excluded else current_links(), given_session=current_session(), given_id=run_id,
         )
         if marked is None and PENDING.get():  # (the ContextVar itself: this runs on every request)
             marked = take_pending(inputs)  # a chain given the passages it was retrieved (its inputs hold them)
@@ -314,7 +363,12 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
         """Score a root that ended (it is no longer tracked): every way out is counted once.
 
         Here, on the application's thread, only what cannot wait is read (read_end); the Record
-        itself is built by the Monitor's worker, and only if the Monitor keeps it."""
+        itself is built by the Monitor's worker, and only if the Monitor keeps it. A root one of whose
+        events could not be read makes none: never a Record from part of its tree."""
+        if root.unreadable is not None:
+            COLLECTOR.counts.no_record(UNREADABLE_EVENTS, root.unreadable, warn=True)
+            self.monitor.note_no_record(UNREADABLE_EVENTS)
+            return
         try:
             _settle_span(root)
             if root.tools:  # for the later turns of its thread, which read these outputs again
@@ -347,7 +401,7 @@ def _read_root_config(root: RootRun) -> None:
 
 
 def _adopt_tracer_spans(root: RootRun, handlers: list[Any]) -> None:
-    found = tracer_spans(handlers, root.run_id)
+    found = tracer_spans(handlers, _tracer_keys(root))
     if found.ids is not None:  # the tracer's span of this very run: its trace is the request's
         root.otel_ids = found.ids
     elif root.otel_ids is None:  # a tracer that makes its span current (MLflow, Langfuse, OpenLLMetry)
@@ -379,11 +433,30 @@ def find_marked_turn(retrieved: Retrieved) -> bool:
     run the caller is in: the config its child runs get names that run as their parent, and the handlers."""
     config = var_child_runnable_config.get()
     callbacks = config.get("callbacks") if config else None
-    parent = getattr(callbacks, "parent_run_id", None)
+    parent = _key_or_none(getattr(callbacks, "parent_run_id", None))
     if parent is None:
         return False
     return any(COLLECTOR.add_marked(handler._scope, parent, retrieved)
                for handler in getattr(callbacks, "handlers", ()) if isinstance(handler, GroundtraceCallbackHandler))
+
+
+def _key_or_none(value: Any) -> RunKey | None:
+    try:
+        return None if value is None else run_key(value)
+    except UnreadableEvent:
+        return None
+
+
+def _tracer_keys(root: RootRun) -> tuple[Any, ...]:
+    """The forms a tracer may have filed the root's run under: as LangChain gave it, and as a UUID."""
+    given = root.given_id
+    if type(given) is UUID:
+        return (given,)
+    return (given, UUID(int=root.key)) if type(root.key) is int and root.key < 1 << 128 else (given,)
+
+
+def _serialized_name(serialized: Any) -> Any:
+    return serialized.get("name") if isinstance(serialized, dict) else None
 
 
 def _snapshot(document: Document) -> Document:

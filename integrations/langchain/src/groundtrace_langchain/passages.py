@@ -6,7 +6,6 @@ Record from them)."""
 from __future__ import annotations
 
 from typing import Any
-from uuid import UUID
 
 from groundtrace.capture.turn import DOCUMENT, TOOL, Passage, ToolFilter
 from groundtrace.record import CUT_FROM, MAX_CONTEXT_CHARS, cap
@@ -14,6 +13,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import ToolMessage
 
 from groundtrace_langchain.collector import COLLECTOR, Retrieval, RootRun, ToolRun
+from groundtrace_langchain.events import RunKey, key_text
 from groundtrace_langchain.extract import (
     artifact_documents,
     is_error,
@@ -23,12 +23,12 @@ from groundtrace_langchain.extract import (
 )
 
 
-def tool_key(root: RootRun, run: int | None) -> str | None:
+def tool_key(root: RootRun, run: RunKey | None) -> str | None:
     """What names a tool call: its tool_call_id, else its run id."""
     if run is None:
         return None
     tool = root.tools.get(run)
-    return tool.call_id if tool is not None and tool.call_id else str(UUID(int=run))
+    return tool.call_id if tool is not None and tool.call_id else key_text(run)
 
 
 def document_passage(retrieval: Retrieval, document: Document, tool_key: str | None, tool_name: str | None) -> Passage:
@@ -98,7 +98,7 @@ def in_call_order(root: RootRun, call_order: dict[str, int]) -> list[Retrieval |
     if not call_order or not root.tools:  # a chain: nothing to reorder
         return list(root.sources)
     units: list[list[Retrieval | ToolRun]] = []
-    unit_of: dict[int, list[Retrieval | ToolRun]] = {}
+    unit_of: dict[RunKey, list[Retrieval | ToolRun]] = {}
     for source in list(root.sources):
         if isinstance(source, Retrieval) and source.tool in unit_of:
             unit_of[source.tool].append(source)

@@ -21,9 +21,8 @@ span by then, whatever the handlers' order) and at its end.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
-from uuid import UUID
 
 from groundtrace.trace_context import otel_ids
 
@@ -41,15 +40,26 @@ class Found:
         self.links: dict[str, str] = {}
 
 
-def _openinference(handler: Any, run_id: UUID) -> Any:
-    spans = getattr(handler, "_spans_by_run", None)
-    return spans.get(run_id) if spans is not None else None
+def _filed(mapping: Any, run_ids: tuple[Any, ...]) -> Any:
+    """What a tracer's map holds for the run, under any of the forms of its id (LangServe's runs are strings)."""
+    if not isinstance(mapping, Mapping):
+        return None
+    for run_id in run_ids:
+        try:
+            found = mapping.get(run_id)
+        except TypeError:  # an id of a type the map cannot hash
+            continue
+        if found is not None:
+            return found
+    return None
 
 
-def _openllmetry(handler: Any, run_id: UUID) -> Any:
-    holder = getattr(handler, "spans", None)
-    holder = holder.get(run_id) if isinstance(holder, dict) else None
-    return getattr(holder, "span", None)
+def _openinference(handler: Any, run_ids: tuple[Any, ...]) -> Any:
+    return _filed(getattr(handler, "_spans_by_run", None), run_ids)
+
+
+def _openllmetry(handler: Any, run_ids: tuple[Any, ...]) -> Any:
+    return getattr(_filed(getattr(handler, "spans", None), run_ids), "span", None)
 
 
 _TRACER_CLASSES = {"OpenInferenceTracer": "openinference", "TraceloopCallbackHandler": "openllmetry",
@@ -75,8 +85,9 @@ def _global_openinference_tracer() -> Any:
     return getattr(instrumentor, "_tracer", None)
 
 
-def tracer_spans(handlers: Iterable[Any], run_id: UUID) -> Found:
-    """The ids and links the tracers among ``handlers`` (and OpenInference's global one) hold for ``run_id``."""
+def tracer_spans(handlers: Iterable[Any], run_ids: tuple[Any, ...]) -> Found:
+    """The ids and links the tracers among ``handlers`` (and OpenInference's global one) hold for the run whose
+    id, in each form it may have been filed under, is in ``run_ids``."""
     found = Found()
     candidates = list(handlers)
     if (global_tracer := _global_openinference_tracer()) is not None and global_tracer not in candidates:
@@ -86,17 +97,17 @@ def tracer_spans(handlers: Iterable[Any], run_id: UUID) -> Found:
         if kind is None:  # most handlers: the application's own, groundtrace's
             continue
         if kind == "openinference":
-            span = _openinference(handler, run_id)
+            span = _openinference(handler, run_ids)
         elif kind == "openllmetry":
-            span = _openllmetry(handler, run_id)
+            span = _openllmetry(handler, run_ids)
         elif kind == "mlflow":
-            mapped = getattr(handler, "_run_span_mapping", {}).get(str(run_id))
+            mapped = _filed(getattr(handler, "_run_span_mapping", None), tuple(str(run_id) for run_id in run_ids))
             trace_id = getattr(getattr(mapped, "span", None), "trace_id", None)
             if isinstance(trace_id, str) and trace_id:
                 found.links[MLFLOW_LINK] = trace_id
             continue
         else:  # langfuse
-            observation = getattr(handler, "_runs", {}).get(run_id)
+            observation = _filed(getattr(handler, "_runs", None), run_ids)
             trace_id, span_id = getattr(observation, "trace_id", None), getattr(observation, "id", None)
             if isinstance(trace_id, str) and isinstance(span_id, str):
                 found.links[LANGFUSE_LINK] = f"{trace_id}/{span_id}"

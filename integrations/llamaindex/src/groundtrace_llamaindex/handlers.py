@@ -4,26 +4,25 @@ dispatcher swallows them too, but a handler should not count on it)."""
 
 from __future__ import annotations
 
-import sys
 import inspect
 from typing import Any
 
-from groundtrace.redaction import failure_text, get_logger
+
 from llama_index.core.instrumentation.event_handlers import BaseEventHandler
 from llama_index.core.instrumentation.events import BaseEvent
 from llama_index.core.instrumentation.span import BaseSpan
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 from pydantic import Field
 
+from groundtrace_llamaindex.events import parent_key, span_key, tag_dict
 from groundtrace_llamaindex.tracker import EVENT_READERS, RootTracker
 
-log = get_logger("groundtrace.llamaindex")
 
 
-def _count_failure(tracker: RootTracker | None) -> None:
+def _cannot_read(tracker: RootTracker | None, event: str, span_id: Any, parent_id: Any = None) -> None:
     try:
         if tracker is not None:
-            tracker.callback_failed()
+            tracker.cannot_read(event, span_id, parent_id)
     except Exception:
         pass
 
@@ -57,28 +56,26 @@ class GroundtraceSpanHandler(BaseSpanHandler[BaseSpan]):
                    parent_id: str | None = None, tags: dict[str, Any] | None = None, **kwargs: Any) -> None:
         try:
             if self.tracker is not None:  # set by __init__
-                self.tracker.span_started(id_, parent_id, bound_args.arguments, tags, instance)
+                self.tracker.span_started(span_key(id_), parent_key(parent_id), bound_args.arguments, tag_dict(tags),
+                                          instance)
         except Exception:
-            log.debug("groundtrace: span start %s failed: %s", id_, failure_text(sys.exc_info()[1]))
-            _count_failure(self.tracker)
+            _cannot_read(self.tracker, "span start", id_, parent_id)
 
     def span_exit(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None, result: Any = None,
                   **kwargs: Any) -> None:
         try:
             if self.tracker is not None:
-                self.tracker.span_exited(id_, instance, result)
+                self.tracker.span_exited(span_key(id_), instance, result)
         except Exception:
-            log.debug("groundtrace: span exit %s failed: %s", id_, failure_text(sys.exc_info()[1]))
-            _count_failure(self.tracker)
+            _cannot_read(self.tracker, "span exit", id_)
 
     def span_drop(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
                   err: BaseException | None = None, **kwargs: Any) -> None:
         try:
             if self.tracker is not None:
-                self.tracker.span_dropped(id_, instance, err)
+                self.tracker.span_dropped(span_key(id_), instance, err)
         except Exception:
-            log.debug("groundtrace: span drop %s failed: %s", id_, failure_text(sys.exc_info()[1]))
-            _count_failure(self.tracker)
+            _cannot_read(self.tracker, "span drop", id_)
 
     # BaseSpanHandler's abstract methods, for anyone who calls them directly (the dispatcher does not)
     def new_span(self, id_: str, bound_args: inspect.BoundArguments, instance: Any = None,
@@ -118,5 +115,4 @@ class GroundtraceEventHandler(BaseEventHandler):
         try:
             self.tracker.on_event(event, read)
         except Exception:
-            log.debug("groundtrace: event %s failed", type(event).__name__, exc_info=True)
-            _count_failure(self.tracker)
+            _cannot_read(self.tracker, type(event).__name__, getattr(event, "span_id", None))

@@ -53,6 +53,8 @@ NO_QUESTION = "no question"
 NO_ANSWER = "no answer"
 NOTHING_TO_SCORE = "no retrieval and no tool output"
 STREAM_UNFINISHED = "its stream raised or was not read to the end"
+# one of the run's spans or events could not be read (said at WARNING, once per cause, by the tracker)
+UNREADABLE_EVENTS = "groundtrace could not read one of its events"
 # a model called by hand (llm.complete / llm.chat with no engine, agent or workflow around it) after no
 # @groundtrace.retrieval call: whatever it answered from (a vector store queried by hand, an f-string) is unseen
 MODEL_ONLY = "a model call with no engine, agent or workflow around it"
@@ -64,6 +66,7 @@ HINTS = {
                       "by your own code, " + FIX,
     MODEL_ONLY: "if it answered from text your code retrieved (a vector store queried by hand), " + FIX
                 + "; if it is no RAG answer, nothing is missing",
+    UNREADABLE_EVENTS: "the WARNING 'could not be read' says which and why",
 }
 EVICTED_HINT = "too many requests open at once: the oldest open requests are dropped unscored"
 
@@ -109,6 +112,7 @@ class RootRun:
     model_root: bool = False  # the root is an LLM's own call (complete, chat): a model called by hand
     component_root: bool = False  # the root is an embedding model's or a retriever's own call: never a turn
     tracers_unread: bool = True  # whether a tracer's span of the root is still to be looked for (tracer_spans)
+    unreadable: str | None = None  # why one of its spans or events could not be read (the first cause): no Record
 
     @classmethod
     def start(cls, span_id: str, arguments: dict[str, Any], tags: dict[str, Any] | None,

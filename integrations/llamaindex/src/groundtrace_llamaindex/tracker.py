@@ -67,8 +67,10 @@ from groundtrace_llamaindex.run import (
     QUERY_END,
     STREAM_UNFINISHED,
     SYNTHESIZE_END,
+    UNREADABLE_EVENTS,
     RootRun,
 )
+from groundtrace_llamaindex.events import UnreadableEvent
 from groundtrace_llamaindex.streams import follow_async_tokens, follow_tokens
 
 log = get_logger("groundtrace.llamaindex")
@@ -108,6 +110,7 @@ class RootTracker:
         self._kinds: dict[type, int] = {type(None): _PLAIN}
         self._closed = False
         self._warned_full = False
+        self._said_unreadable: set[tuple[str, str]] = set()
         self._counts = CaptureCounter("LlamaIndex")  # where every root went: see stats()
         self._streams_open = 0  # roots whose answer streams to a caller who has not finished reading it
         self._earlier = EarlierCalls()  # the agent tool calls of ended turns, which later turns read from memory
@@ -130,6 +133,25 @@ class RootTracker:
     def callback_failed(self) -> None:
         """A handler's call into this tracker failed (logged there): counted, never raised."""
         self._counts.callback_error()
+
+    def cannot_read(self, event: str, span_id: Any, parent_id: Any = None) -> None:
+        """A span or event a handler could not read (its arguments, or a failure of ours): the run it belongs to
+        makes no Record, and a span that could not start stays in that run's tree, so that what runs inside it
+        is still that run's. Counted in callback_errors, said at WARNING once per cause."""
+        error = sys.exc_info()[1]
+        cause = error.cause if isinstance(error, UnreadableEvent) else type(error).__name__
+        self._counts.callback_error()
+        run = _tracked(self._root_of, span_id) or _tracked(self._root_of, parent_id) or _tracked(self._awaiting, span_id)
+        if run is not None:
+            if run.unreadable is None:
+                run.unreadable = f"{event}: {cause}"
+            if event == "span start" and type(span_id) is str and not run.closed:
+                self._root_of[span_id] = run
+                run.open_children.add(span_id)
+        if (event, cause) not in self._said_unreadable:
+            self._said_unreadable.add((event, cause))
+            log.warning("groundtrace: LlamaIndex: %s could not be read (%s): the run it belongs to makes no record "
+                        "(said once per cause; counted in stats().callback_errors and no_record)", event, cause)
 
     # ----------------------------------------------------------------------------- spans
     # A root's start and end, and every event read, hold the lock. A child span's start and end
@@ -328,6 +350,9 @@ class RootTracker:
     def _submit(self, run: RootRun, answer: str | None, result: Any, streamed: bool = False) -> None:
         if self._closed:
             return
+        if run.unreadable is not None:
+            self._no_record(UNREADABLE_EVENTS, warn=True)
+            return
         try:  # this runs on the caller's thread, even inside its `for token in stream`
             if streamed and answer is not None:
                 run.note_streamed_answer(answer)
@@ -420,6 +445,10 @@ class RootTracker:
             self._forget(next(iter(self._runs.values())))
             evicted += 1
         return evicted
+
+
+def _tracked(spans: dict[str, RootRun], span_id: Any) -> RootRun | None:
+    return spans.get(span_id) if type(span_id) is str else None
 
 
 def tool_name(tool: Any) -> str | None:
