@@ -116,11 +116,14 @@ def test_capture_text_off_gives_the_sinks_values_verdicts_and_offsets_only() -> 
         assert "anna" not in json.dumps(score.details) and "roubles" not in json.dumps(score.details)
 
 
-def test_a_monitor_takes_values_and_the_environment_reaches_it_through_the_settings(monkeypatch) -> None:
+def test_a_monitor_takes_what_it_is_not_given_from_the_environment_through_the_settings(monkeypatch) -> None:
     monkeypatch.setenv("GROUNDTRACE_MASK", "tests.privacy_masks:hide_emails")
     monkeypatch.setenv("GROUNDTRACE_CAPTURE_TEXT", "false")
     with Monitor(["lexical"], [PlainSink()], isolation="thread", flush_at_exit=False) as monitor:
-        assert monitor.mask is None and monitor.capture_text is True  # values: the Monitor reads no variable
+        assert monitor.mask is hide_emails and monitor.capture_text is False  # not passed: the environment's
+        assert not monitor.shows_raw_text
+    with Monitor(["lexical"], [PlainSink()], isolation="thread", settings=Settings(), flush_at_exit=False) as monitor:
+        assert monitor.mask is None and monitor.capture_text is True  # given settings: no variable is read
         assert monitor.shows_raw_text
     settings = Settings.from_env()  # config.py reads the environment, once
     for monitor in (Monitor.from_settings(settings, metrics=["lexical"], sinks=[], flush_at_exit=False),

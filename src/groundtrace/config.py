@@ -48,6 +48,9 @@ Everything else receives a :class:`Settings` (or plain arguments) and reads no e
                                  application has no MeterProvider; OTEL_METRICS_EXPORTER=none: nowhere
     OTEL_EXPORTER_PROMETHEUS_HOST, OTEL_EXPORTER_PROMETHEUS_PORT: the scrape endpoint of telemetry "prometheus"
                                  (default localhost:9464)
+    PROMETHEUS_MULTIPROC_DIR     prometheus_client's multiprocess directory: where the processes of a server
+                                 keep their series for the one scrape (default: one of groundtrace's own under
+                                 the temp directory; see groundtrace.telemetry.multiprocess)
 The SDK sinks' own variables (LANGSMITH_*, LANGFUSE_*, PHOENIX_*, MLFLOW_*) are their SDKs' business,
 except that the keys among them (SECRET_VARIABLES) are read here too, only to be registered with the
 redactor (groundtrace.redaction): no text groundtrace writes ever shows them.
@@ -194,17 +197,6 @@ def demo_llm(environ: Mapping[str, str] | None = None) -> tuple[str | None, str 
     return _text(env, "GROUNDTRACE_DEMO_MODEL"), _text(env, "GROUNDTRACE_DEMO_LLM_URL")
 
 
-def exit_flush_s(environ: Mapping[str, str] | None = None) -> float:
-    """GROUNDTRACE_EXIT_FLUSH_S, for a Monitor given neither the value nor Settings (else DEFAULT_EXIT_FLUSH_S)."""
-    raw = _text(_environ(environ), "GROUNDTRACE_EXIT_FLUSH_S")
-    if raw is None:
-        return DEFAULT_EXIT_FLUSH_S
-    try:
-        return _exit_flush_s(float(raw))
-    except ValueError:
-        raise ConfigError(f"GROUNDTRACE_EXIT_FLUSH_S={raw!r} is not a valid float") from None
-
-
 def _exit_flush_s(seconds: float) -> float:
     if not 0 <= seconds < float("inf"):
         raise ConfigError(f"GROUNDTRACE_EXIT_FLUSH_S={seconds!r} is not a number of seconds, 0 or more")
@@ -303,6 +295,8 @@ class Settings:
     #: the scrape endpoint of telemetry "prometheus" with no address of its own
     prometheus_host: str = "localhost"
     prometheus_port: int = 9464
+    #: PROMETHEUS_MULTIPROC_DIR: the directory the processes of a server share their series in (None: groundtrace's own)
+    prometheus_multiproc_dir: str | None = None
     #: the values of SECRET_VARIABLES that are set, registered with the redactor
     secrets: tuple[str, ...] = ()
 
@@ -376,5 +370,6 @@ class Settings:
             otlp_metrics_endpoint=_otlp_metrics_endpoint(env),
             prometheus_host=_text(env, "OTEL_EXPORTER_PROMETHEUS_HOST") or defaults.prometheus_host,
             prometheus_port=_prometheus_port(env),
+            prometheus_multiproc_dir=_text(env, "PROMETHEUS_MULTIPROC_DIR"),
             secrets=tuple(value for name in SECRET_VARIABLES if (value := _text(env, name))),
         )

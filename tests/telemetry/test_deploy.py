@@ -161,6 +161,34 @@ def test_promtool_unit_tests_of_the_drop_stall_workers_and_not_evaluating_alerts
 
 
 @needs_prometheus
+def test_promtool_unit_tests_of_the_alerts_over_the_worker_processes_of_one_target(tmp_path) -> None:
+    """One target served by two worker processes, as the shared scrape writes it (groundtrace.telemetry.scrape):
+    the counters summed into one series, a gauge series per process (its pid label). Worker 102 stops at
+    minute 10 with 3 records waiting while worker 101 goes on: the stall alert fires for 102, its progress not
+    hidden by 101's; 102's Monitor stops at minute 20: workers-down fires though 101 runs on."""
+    run_rule_tests(tmp_path, [
+        series("groundtrace_monitor_submitted_total", "0+10x30"),
+        series("groundtrace_monitor_sampled_out_total", "0x30"),
+        series("groundtrace_monitor_excluded_total", "0x30"),
+        series("groundtrace_evaluations_total", "0+10x30", gen_ai_evaluation_name="lexical", groundtrace_outcome="passed"),
+        series("groundtrace_monitor_last_progress_timestamp_seconds", "0+60x30", pid="101"),
+        series("groundtrace_monitor_queued", "0x30", pid="101"),
+        series("groundtrace_monitor_workers", "1x30", pid="101"),
+        series("groundtrace_monitor_last_progress_timestamp_seconds", "0+60x10 600x20", pid="102"),
+        series("groundtrace_monitor_queued", "0x10 3x20", pid="102"),
+        series("groundtrace_monitor_workers", "1x20 0x10", pid="102"),
+    ], [
+        quiet("12m", "GroundtraceStalled"),
+        firing("13m", "GroundtraceStalled", instance="app:9464", pid="102",
+               summary="groundtrace in rag (app:9464) has settled no record for 3m 0s while records wait"),
+        quiet("13m", "GroundtraceNotEvaluating"), quiet("13m", "GroundtraceDroppingRecords"),
+        quiet("20m", "GroundtraceWorkersDown"),
+        firing("22m", "GroundtraceWorkersDown", instance="app:9464",
+               summary="groundtrace's Monitor in rag (app:9464) has no worker running: nothing is scored"),
+    ])
+
+
+@needs_prometheus
 def test_promtool_unit_tests_of_the_flagged_rate_and_error_alerts(tmp_path) -> None:
     """A judge metric that flags 2 of every 8 answers it scores and fails on 2 of every 10: 25% flagged (over
     the 20% threshold), 20% errors (over 5%), each firing after its 5 minutes of `for:`."""

@@ -18,7 +18,6 @@ from dataclasses import replace
 from typing import Any
 
 from groundtrace.config import Settings, register_environment_secrets
-from groundtrace.config import exit_flush_s as exit_flush_s_from_env
 from groundtrace.monitor.cpu_budget import CpuBudget
 from groundtrace.scoring.engine import build_metrics
 from groundtrace.metrics import Metric
@@ -45,6 +44,12 @@ from groundtrace.telemetry import build_telemetry
 
 log = get_logger("groundtrace.monitor")
 
+
+def _named(metrics: Sequence[str | Metric] | str) -> set[str]:
+    names = metrics.split(",") if isinstance(metrics, str) else metrics
+    return {name.strip() if isinstance(name, str) else name.name for name in names}
+
+
 class Monitor(Workers):
     """Background scoring for live traffic.
 
@@ -58,9 +63,13 @@ class Monitor(Workers):
     ``metric_timeout_s`` bounds each metric on each record: a metric that hangs yields an error
     Score.
 
-    ``settings``: the configuration (default metrics, the settings of sinks given by name, the
-    privacy switches below); without it, groundtrace.config configures the default metrics and the
-    sinks given by name from the environment. The Monitor registers the trace-link lookups of its sinks (MLflow's)
+    ``settings``: the configuration, and one rule for every argument it has a value for (metrics, sinks,
+    sample_rate, queue_size, workers, metric_timeout_s, options, isolation, ray_address, mask, capture_text,
+    cpu_budget, telemetry, exit_flush_s): an argument you pass wins; one you do not pass is the ``settings``'
+    value, and without ``settings`` the environment's (GROUNDTRACE_*, read as for the shared Monitor), so
+    ``Monitor(["lexical"])`` honours GROUNDTRACE_TELEMETRY and GROUNDTRACE_MASK alike, and
+    ``Monitor(..., settings=Settings())`` reads no variable. Of the configured options, a Monitor given its
+    metrics takes those of its metrics. The Monitor registers the trace-link lookups of its sinks (MLflow's)
     with ``trace_context`` when it is built.
 
     Sampling and exclusion are decided here and nowhere else: :meth:`submit` takes a per-call
@@ -88,11 +97,8 @@ class Monitor(Workers):
     importable module), else in this process's worker (a lambda, a closure, a function of
     ``__main__``), before the record leaves it. A record the mask fails on is not scored: the sinks
     get its id (nothing else of it) and every metric's error Score, and it counts as failed.
-    ``capture_text=False``: the sinks get no text (values, verdicts and span offsets only). Both are
-    values: the given ``settings``' when not passed, else no mask and text captured; the Monitor never
-    reads the environment for them. :meth:`from_settings` takes them from the configuration
-    (GROUNDTRACE_MASK, GROUNDTRACE_CAPTURE_TEXT), and so do the shared Monitor, ``instrument()``,
-    groundtrace-run, a LangChain handler that builds its Monitor and the command line.
+    ``capture_text=False``: the sinks get no text (values, verdicts and span offsets only). Not passed, both
+    are the settings' (GROUNDTRACE_MASK, GROUNDTRACE_CAPTURE_TEXT), as every setting is.
 
     ``cpu_budget``: the CPU groundtrace may take, as a share of one core (0.25: a quarter core),
     counting its threads in this process and its scoring processes (see groundtrace.monitor.cpu_budget);
@@ -103,7 +109,7 @@ class Monitor(Workers):
     ``telemetry``: where the Monitor's own metrics go (scores, flagged and error counts, its health; see
     groundtrace.telemetry): "auto" (the application's MeterProvider, else OTLP when the OpenTelemetry
     variables ask for it), "otlp", "prometheus[:[HOST:]PORT]" (a scrape endpoint), a MeterProvider, or
-    "none". None (default): ``settings.telemetry`` (GROUNDTRACE_TELEMETRY), else "auto". They are recorded
+    "none". None (default): ``settings.telemetry`` (GROUNDTRACE_TELEMETRY, default "auto"). They are recorded
     on the workers' threads as records settle, never on the application's.
     """
 
@@ -124,13 +130,13 @@ class Monitor(Workers):
         metrics: Sequence[str | Metric] | str | None = None,
         sinks: Sequence[Any] | str | None = None,
         *,
-        sample_rate: float = 1.0,
-        queue_size: int = 1000,
+        sample_rate: float | None = None,
+        queue_size: int | None = None,
         queue_bytes: int = DEFAULT_QUEUE_BYTES,
-        workers: int = 1,
-        metric_timeout_s: float = 30.0,
+        workers: int | None = None,
+        metric_timeout_s: float | None = None,
         options: Mapping[str, Mapping[str, Any]] | None = None,
-        isolation: str = "auto",
+        isolation: str | None = None,
         linger_s: float = 0.02,
         batch_size: int = 64,
         flush_at_exit: bool = True,
@@ -144,18 +150,29 @@ class Monitor(Workers):
     ) -> None:
         from groundtrace.sinks import build_sinks, register_trace_links
 
-        check_sample_rate(sample_rate)
         register_environment_secrets()  # settings or none: the environment's keys are never written
-        if settings is not None:  # the privacy switches and the budget of the settings the Monitor was given
-            mask = settings.mask if mask is None else mask
-            capture_text = settings.capture_text if capture_text is None else capture_text
-            cpu_budget = settings.cpu_budget if cpu_budget is None else cpu_budget
+        # one rule for every setting: what is passed wins, the rest is the settings' (the environment's without)
+        settings = settings if settings is not None else Settings.from_env()
+        if options is None:  # the configured options of the metrics scored (of others, when metrics are passed)
+            options = settings.options if metrics is None else \
+                {name: value for name, value in settings.options.items() if name in _named(metrics)}
+        metrics = settings.metrics if metrics is None else metrics
+        sample_rate = settings.sample_rate if sample_rate is None else sample_rate
+        queue_size = settings.queue_size if queue_size is None else queue_size
+        workers = settings.workers if workers is None else workers
+        metric_timeout_s = settings.metric_timeout_s if metric_timeout_s is None else metric_timeout_s
+        isolation = settings.isolation if isolation is None else isolation
+        mask = settings.mask if mask is None else mask
+        capture_text = settings.capture_text if capture_text is None else capture_text
+        cpu_budget = settings.cpu_budget if cpu_budget is None else cpu_budget
+        exit_flush_s = settings.exit_flush_s if exit_flush_s is None else exit_flush_s
+        check_sample_rate(sample_rate)
         self.mask = load_mask(mask)
-        self.capture_text = True if capture_text is None else capture_text
+        self.capture_text = capture_text
         self.metrics = build_metrics(metrics, options, settings)
         names, self.default_store = live_sinks(sinks, settings)
         # sinks given by name are configured by the settings, read once, here and for the scoring process alike
-        sink_settings = settings or (Settings.from_env() if any(isinstance(n, str) for n in names) else None)
+        sink_settings = settings
         # a sink that cannot be built here is left out, said once (a name that is no sink raises)
         built = [(name, build_sinks([name], sink_settings, tolerant=True)) for name in names]
         names = [name for name, sink in built if sink]
@@ -164,15 +181,14 @@ class Monitor(Workers):
         for sink in self.sinks:  # a sink that learns later that it did not deliver (an exporter's failure) says so here
             if hasattr(sink, "report_undelivered"):
                 sink.report_undelivered = self._count_sink_errors
-        ray_address = ray_address or (settings.ray_address if settings is not None else None)
+        ray_address = ray_address or settings.ray_address
         self.isolation = choose_isolation(isolation, metrics, ray_address)
         specs = [(m.name, dict((options or {}).get(m.name, {}))) for m in self.metrics]
         self.sample_rate = sample_rate
         self.metric_timeout_s = metric_timeout_s
         self.linger_s = linger_s
         self.batch_size = max(1, batch_size)
-        self.exit_flush_s = exit_flush_s if exit_flush_s is not None else \
-            settings.exit_flush_s if settings is not None else exit_flush_s_from_env()
+        self.exit_flush_s = exit_flush_s
         self._queue_bounds = (queue_size, queue_bytes)
         self._budget_share = cpu_budget
         self._worker_count = max(1, workers)
@@ -181,7 +197,7 @@ class Monitor(Workers):
         self._close_done = threading.Event()
         self._warmed: dict[str, str] | None = None  # the metrics that cannot load, once warmed up here
         self._fresh_state()
-        telemetry = (settings.telemetry if settings is not None else "auto") if telemetry is None else telemetry
+        telemetry = settings.telemetry if telemetry is None else telemetry
         self.telemetry = self._telemetry(telemetry, settings)
         # the sinks the scoring process builds and feeds itself; the rest (otel, mlflow, objects) run here
         moved = [out_of_process(name, sink) for name, sink in zip(names, self.sinks, strict=True)] \

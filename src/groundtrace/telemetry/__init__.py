@@ -9,7 +9,8 @@ Where they go (``Monitor(telemetry=...)``, GROUNDTRACE_TELEMETRY):
 - ``"otlp"``: that OTLP provider, and an error when no variable names an endpoint;
 - ``"prometheus"``, ``"prometheus:PORT"``, ``"prometheus:HOST:PORT"``: a scrape endpoint, with the
   OpenTelemetry Prometheus exporter (default address: OTEL_EXPORTER_PROMETHEUS_HOST and _PORT, else
-  localhost:9464; port 0 picks a free one, see ``monitor.telemetry.endpoint``);
+  localhost:9464; port 0 picks a free one, see ``monitor.telemetry.endpoint``); the processes of a server
+  that name one port share it, a scrape showing their sum (groundtrace.telemetry.scrape);
 - a MeterProvider object: that one; ``"none"`` or None: no metrics.
 
 What is recorded, and where: see groundtrace.telemetry.instruments (the instruments) and
@@ -78,8 +79,8 @@ def build_telemetry(spec: Any, settings: Settings | None, monitor: Any, counts: 
         if spec == "auto" and not _api_installed():
             return None
     from groundtrace.telemetry.instruments import instruments_for
-    from groundtrace.telemetry.providers import (application_provider, close_endpoint, open_endpoint,
-                                                 otlp_provider, prometheus_provider)
+    from groundtrace.telemetry.providers import application_provider, otlp_provider, prometheus_provider
+    from groundtrace.telemetry.scrape import close_endpoint, open_endpoint
     from groundtrace.telemetry.series import MonitorSeries
 
     bind: Callable[[], Any]
@@ -103,7 +104,8 @@ def build_telemetry(spec: Any, settings: Settings | None, monitor: Any, counts: 
         bind, on_close = _fixed(instruments_for(provider)), provider.force_flush
     else:  # prometheus
         bind = _fixed(instruments_for(prometheus_provider()))
-        endpoint = open_endpoint(*_prometheus_address(spec, settings or Settings.from_env()))
+        configured = settings or Settings.from_env()
+        endpoint = open_endpoint(*_prometheus_address(spec, configured), configured.prometheus_multiproc_dir)
         on_close = lambda: close_endpoint(endpoint)  # noqa: E731
     series = MonitorSeries(monitor, counts, metric_names, bind, on_close)
     series.endpoint = endpoint

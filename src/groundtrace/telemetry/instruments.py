@@ -119,6 +119,12 @@ class Instruments:
         with self._lock:
             self._series.append(series)
 
+    def recorded(self) -> bool:
+        """Whether any Monitor recording here was offered a record (a --preload master never is)."""
+        with self._lock:
+            series = list(self._series)
+        return any(s.counts.submitted for s in series)
+
     def language(self, code: str | None) -> str:
         """The language attribute: a 2 or 3 letter code, the first MAX_LANGUAGES seen; else other or unknown."""
         if not code:

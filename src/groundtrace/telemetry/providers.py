@@ -6,8 +6,8 @@
   and process, when the application has none and the OpenTelemetry variables ask for metrics;
 - Prometheus: a provider of groundtrace's own with the OpenTelemetry Prometheus exporter (the
   ``prometheus`` extra) in prometheus_client's default registry, so an application that already serves
-  that registry serves these too, and a scrape endpoint on HOST:PORT (one per address, shared by the
-  Monitors that name it, stopped when the last of them closes).
+  that registry serves these too, and a scrape endpoint on HOST:PORT (groundtrace.telemetry.scrape: one per
+  address, shared by the Monitors that name it, and by the processes of a server).
 
 Each provider's resource (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, read by the SDK) describes the
 process once: over OTLP as the resource, on the scrape as ``target_info`` (OpenTelemetry's Prometheus
@@ -17,13 +17,9 @@ compatibility spec), never as attributes of every point.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 from groundtrace._extras import missing_extra
-from groundtrace.redaction import get_logger
-
-log = get_logger("groundtrace.telemetry")
 
 
 def application_provider() -> Any | None:
@@ -74,58 +70,48 @@ def prometheus_provider() -> Any:
             MeterProvider, Resource = _sdk("prometheus", "the Prometheus endpoint")
             try:
                 from opentelemetry.exporter.prometheus import PrometheusMetricReader
+                from prometheus_client import REGISTRY, CollectorRegistry
             except ImportError as error:
                 raise missing_extra("prometheus", "the Prometheus endpoint", error) from None
-            reader = PrometheusMetricReader()
+            private = CollectorRegistry()
+            try:
+                reader = PrometheusMetricReader(registry=private)
+                source: Any = private
+            except TypeError:  # an exporter older than its registry argument registers in the default one
+                reader = PrometheusMetricReader()
+                source = reader._collector
+                REGISTRY.unregister(source)
             _own["prometheus"] = MeterProvider([reader], resource=Resource.create())
+            _own["prometheus families"] = families = Families(source)
+            REGISTRY.register(families)
         return _own["prometheus"]
 
 
-@dataclass
-class Endpoint:
-    """A scrape endpoint over prometheus_client's default registry (telemetry.endpoint: cached, bounded)."""
+class Families:
+    """groundtrace's series (and target_info) as prometheus_client families, one collection at a time: the
+    exporter hands each collection's data to whichever caller takes it, so two at once could leave one empty
+    (a scrape and the write for the shared scrape, groundtrace.telemetry.scrape)."""
 
-    host: str
-    port: int
-    server: Any
-    thread: Any
-    users: int = 0
+    def __init__(self, source: Any) -> None:
+        self._source = source
+        self._lock = threading.Lock()
 
-    @property
-    def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/metrics"
+    def describe(self) -> list[Any]:
+        return []  # names unknown until collected: the registry does not collect to learn them
 
-
-_endpoints: dict[tuple[str, int], Endpoint] = {}
+    def collect(self) -> list[Any]:
+        with self._lock:
+            return list(self._source.collect())
 
 
-def open_endpoint(host: str, port: int) -> Endpoint:
-    """The scrape endpoint on ``host:port`` (port 0: a free port, given in the answer), started on first
-    use; each open_endpoint() is matched by one close_endpoint()."""
-    from groundtrace.telemetry.endpoint import serve
-
-    with _own_lock:
-        endpoint = _endpoints.get((host, port)) if port else None
-        if endpoint is None:
-            try:
-                server, thread, _ = serve(host, port)  # a cached exposition, a few scrapes at once
-            except OSError as error:  # a port in use, an address not of this machine: a setting to change
-                raise OSError(f"the Prometheus endpoint cannot listen on {host}:{port}: {error}; name another "
-                              "with telemetry='prometheus:HOST:PORT' or OTEL_EXPORTER_PROMETHEUS_HOST/_PORT") from error
-            endpoint = Endpoint(host, server.server_address[1], server, thread)
-            _endpoints[(host, endpoint.port)] = endpoint
-            log.info("groundtrace: Prometheus endpoint at %s", endpoint.url)
-        endpoint.users += 1
-        return endpoint
+def own_families() -> list[Any]:
+    """This process's groundtrace series, collected now (none before the Prometheus provider exists)."""
+    families = _own.get("prometheus families")
+    return families.collect() if families is not None else []
 
 
-def close_endpoint(endpoint: Endpoint) -> None:
-    with _own_lock:
-        endpoint.users -= 1
-        if endpoint.users > 0:
-            return
-        _endpoints.pop((endpoint.host, endpoint.port), None)
-    endpoint.server.shutdown()
-    endpoint.server.server_close()
-    endpoint.thread.join(timeout=5.0)
+def recorded() -> bool:
+    """Whether a Monitor recording on the Prometheus provider in this process was offered a record."""
+    from groundtrace.telemetry.instruments import instruments_for
+
+    return "prometheus" in _own and instruments_for(_own["prometheus"]).recorded()

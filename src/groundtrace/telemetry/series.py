@@ -17,12 +17,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from groundtrace.record import Record
-from groundtrace.redaction import get_logger
 from groundtrace.telemetry.evaluations import OUTCOMES, Evaluations
 from groundtrace.telemetry.instruments import Instruments
-
-
-log = get_logger("groundtrace.telemetry")
 
 
 class MonitorSeries:
@@ -65,16 +61,12 @@ class MonitorSeries:
 
     def after_fork_in_child(self, counts: Any) -> None:
         """In a child forked with the Monitor built: count the child's records (``counts``: its fresh stats). A
-        scrape endpoint stays the parent's (its socket and thread are the parent's): the child's series are
-        not on it, said once."""
+        scrape endpoint stays the parent's to serve; the child's series are summed into it
+        (groundtrace.telemetry.scrape)."""
         self.counts = counts
         self._lock = threading.Lock()
         self._evaluations = dict.fromkeys(self._evaluations, 0)
-        if self.endpoint is not None:
-            self.endpoint, self._on_close = None, None
-            log.warning("groundtrace: this process was forked with the Monitor built; the Prometheus endpoint "
-                        "stays the parent's and does not show this process's metrics: under a prefork server, "
-                        "export with telemetry='otlp', or build the Monitor in each worker")
+        self.usd = dict.fromkeys(self.usd, 0.0)
 
     # ----------------------------------------------------------------------- the worker's side
     def progress(self) -> None:
