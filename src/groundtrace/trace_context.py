@@ -13,6 +13,27 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+#: the trace link a Record carries the Phoenix project of its spans in (the Phoenix sink's configs go there)
+PHOENIX_PROJECT_LINK = "phoenix_project"
+_PROJECT_ATTRIBUTE = "openinference.project.name"
+
+
+def phoenix_project(span: Any = None) -> str | None:
+    """The Phoenix project ``span`` goes to (an SDK span knows its provider's resource), else the current span's,
+    else the global tracer provider's; None without an SDK provider. Cheap, never raises, imports nothing."""
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:
+        return None
+    try:
+        resource = getattr(span if span is not None else trace.get_current_span(), "resource", None)
+        if resource is None:
+            resource = getattr(trace.get_tracer_provider(), "resource", None)
+        named = getattr(resource, "attributes", {}).get(_PROJECT_ATTRIBUTE) if resource is not None else None
+    except Exception:
+        return None
+    return named if isinstance(named, str) and named else None
+
+
 # Providers of ids in systems other than OpenTelemetry, keyed by the name sinks look them up by.
 # Each takes no argument and returns an id or None; it must be cheap and must never raise.
 _link_providers: dict[str, Callable[[], str | None]] = {}

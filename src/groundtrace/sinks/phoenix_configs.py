@@ -21,34 +21,24 @@ once per project and metric.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
 
 from groundtrace.redaction import get_logger
 from groundtrace.score import Score
+from groundtrace.trace_context import PHOENIX_PROJECT_LINK, phoenix_project
 
 log = get_logger("groundtrace.sinks.phoenix")
 
 DEFAULT_PROJECT = "default"
-PROJECT_ATTRIBUTE = "openinference.project.name"
 #: the trace link a Record carries its spans' Phoenix project in (read when the request starts)
-PROJECT_LINK = "phoenix_project"
+PROJECT_LINK = PHOENIX_PROJECT_LINK
 
 
 def traced_project() -> str | None:
-    """The Phoenix project of the spans of the request being captured: the resource's of the current span (an SDK
-    span knows its provider's resource), else of the global tracer provider. None when the application has no SDK
-    provider (nothing imported here: this runs at each request's start)."""
-    trace = sys.modules.get("opentelemetry.trace")
-    if trace is None:
-        return None
-    resource = getattr(trace.get_current_span(), "resource", None)
-    if resource is None:
-        resource = getattr(trace.get_tracer_provider(), "resource", None)
-    named = getattr(resource, "attributes", {}).get(PROJECT_ATTRIBUTE) if resource is not None else None
-    return named if isinstance(named, str) and named else None
+    """The Phoenix project of the spans of the request being captured (this runs at each request's start)."""
+    return phoenix_project()
 
 
 def project_name(given: str | None = None, traced: str | None = None) -> str:

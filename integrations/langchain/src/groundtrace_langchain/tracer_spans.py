@@ -24,7 +24,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from groundtrace.trace_context import otel_ids
+from groundtrace.trace_context import PHOENIX_PROJECT_LINK, otel_ids, phoenix_project
 
 #: trace_links keys (the sinks read them): MLflow's trace id, and Langfuse's "trace id/observation id"
 MLFLOW_LINK, LANGFUSE_LINK = "mlflow", "langfuse"
@@ -115,6 +115,9 @@ def tracer_spans(handlers: Iterable[Any], run_ids: tuple[Any, ...]) -> Found:
         ids = otel_ids(span) if span is not None else None
         if ids is not None and found.ids is None:
             found.ids = ids
+            # the project the span goes to (its provider's, which may not be the global one): the Phoenix sink's
+            if (project := phoenix_project(span)) is not None:
+                found.links[PHOENIX_PROJECT_LINK] = project
     return found
 
 
