@@ -135,3 +135,21 @@ def test_fit_with_a_cascade_chooses_the_band_and_reports_quality_by_share(tmp_pa
     cascade = VerdictModel.load(tmp_path / "c.json").cascade
     assert cascade is not None and cascade.metric == "scripted_judge" and cascade.share == pytest.approx(0.25, abs=0.05)
     assert cascade.model.features == ["facts", "scripted_judge"]
+
+
+def test_fit_into_a_pipe_prints_its_table_whole(tmp_path):
+    """`groundtrace fit ... | tee`: no terminal and no COLUMNS, so rich would cut the table to 80 columns (its cells
+    ending in "…"); the commands print for a pipe at a width no table reaches."""
+    import os
+    import subprocess
+    import sys
+
+    labelled_csv(tmp_path / "answers.csv", 60)
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES") and not k.startswith("GROUNDTRACE_")}
+    done = subprocess.run([sys.executable, "-m", "groundtrace.cli", "fit", str(tmp_path / "answers.csv"), "-m",
+                           "lexical", "-o", str(tmp_path / "v.json")], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = done.stdout + done.stderr
+    assert "…" not in printed, printed
+    assert max(len(line) for line in printed.splitlines()) > 80, printed
