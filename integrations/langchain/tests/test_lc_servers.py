@@ -2,7 +2,9 @@
 --preload), a Celery prefork worker and multiprocessing pools serve server_app.py's RAG endpoint to concurrent
 requests that each carry a token of their own; some retrieve and refuse, some call the model without retrieving.
 One record per RAG request, none holding another request's text, nothing lost or said twice; SIGTERM to the
-master ends it within 20 s."""
+master ends it within 20 s. The servers run with one core of the machine kept busy by a CPU-burning process, as on a
+loaded CI runner, and also under groundtrace-run (no code change), where the supervisor starts no scoring process and
+no worker is restarted."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
+LAUNCHER = Path(sys.executable).with_name("groundtrace-run")
 TOKEN = re.compile(r"tok-[0-9a-f]{8}")
 RAG, REFUSE, CHAT = 192, 24, 24  # requests of each kind, interleaved
 
@@ -67,6 +70,30 @@ def assert_each_request_its_own(rows: list[dict], sent: list[tuple[str, str]]) -
         assert row["scores"][0]["metric"] == "lexical" and row["scores"][0]["error"] is None, row["scores"]
     assert seen == dict.fromkeys(rag, 1), (f"{len(rag - set(seen))} RAG requests without a record, "
                                            f"{sum(n > 1 for n in seen.values())} with more than one")
+
+
+@pytest.fixture(autouse=True)
+def busy_core():
+    """Every test here runs with one core burnt at normal priority: the machine is loaded, as a shared CI runner is
+    (the scoring processes, at the lowest priority, get what is left)."""
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    yield
+    burner.kill()
+    burner.wait()
+
+
+def scoring_parents(session: int) -> list[int]:
+    """The parent of each scoring process among the server's processes (its session): a worker's pid each."""
+    parents = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if int(stat[3]) == session and b"groundtrace.scoring.child" in command:
+            parents.append(int(stat[1]))
+    return sorted(parents)
 
 
 # ------------------------------------------------------------------------------------- servers
@@ -124,11 +151,12 @@ def lost_said(log: str) -> None:
 
 
 def each_request_its_own(arguments: list[str], env: dict[str, str], tmp_path: Path, port: int,
-                         half_on_threads: bool = False) -> None:
-    """Serve the app with Python and these arguments, send every request (the second half to the blocking handler
-    on the thread pool, with ``half_on_threads``), stop the server, and check each request's record is its own and
-    nothing was lost unsaid."""
-    server = serve([sys.executable, *arguments], env, tmp_path, port)
+                         half_on_threads: bool = False, launcher: bool = False) -> tuple[str, list[int]]:
+    """Serve the app with Python and these arguments (under groundtrace-run with ``launcher``), send every request
+    (the second half to the blocking handler on the thread pool, with ``half_on_threads``), stop the server at once
+    (what the Monitors still hold is settled as the workers exit), and check each request's record is its own and nothing was lost unsaid. Returns the server's
+    log and the parents of its scoring processes."""
+    server = serve([*([str(LAUNCHER)] if launcher else []), sys.executable, *arguments], env, tmp_path, port)
     sent = requests()
     try:
         if half_on_threads:
@@ -136,10 +164,21 @@ def each_request_its_own(arguments: list[str], env: dict[str, str], tmp_path: Pa
             send_all(port, sent[len(sent) // 2:], sync="1")
         else:
             send_all(port, sent)
+        parents = scoring_parents(server.pid)
     finally:
         log = stop(server, tmp_path)
     assert_each_request_its_own(records(tmp_path), sent)
     lost_said(log)
+    return log, parents
+
+
+def worker_pids(log: str, server: str) -> list[int]:
+    """The workers the server started, from its log (INFO): more than it was asked for when one was restarted."""
+    said = r"Started server process \[(\d+)\]" if server == "uvicorn" else r"Booting worker with pid: (\d+)"
+    return [int(pid) for pid in re.findall(said, log)]
+
+
+UVICORN = ["-m", "uvicorn", "--workers", "2", "--host", "127.0.0.1", "--log-level", "info", "--no-access-log"]
 
 
 def test_gunicorn_gthread_keeps_a_refused_requests_retrieval_out_of_the_next_request_on_its_thread(tmp_path):
@@ -160,11 +199,29 @@ def test_gunicorn_preload_sync_workers_score_with_the_monitor_built_in_the_maste
 
 def test_uvicorn_two_workers_async_and_threadpool_handlers(tmp_path):
     """uvicorn --workers 2 (spawned workers, each its own Monitor), the ASGI middleware; half the requests run
-    their blocking handler on Starlette's thread pool, as FastAPI runs a def endpoint."""
+    their blocking handler on Starlette's thread pool, as FastAPI runs a def endpoint. No worker is restarted."""
     port = free_port()
-    each_request_its_own(["-m", "uvicorn", "--workers", "2", "--host", "127.0.0.1", "--port", str(port), "--log-level",
-                          "warning", "server_app:asgi_app"], environment(tmp_path, GT_SERVER="asgi"), tmp_path, port,
-                         half_on_threads=True)
+    log, _ = each_request_its_own([*UVICORN, "--port", str(port), "server_app:asgi_app"],
+                                  environment(tmp_path, GT_SERVER="asgi"), tmp_path, port, half_on_threads=True)
+    assert len(worker_pids(log, "uvicorn")) == 2 and "died" not in log, log[-4000:]
+
+
+@pytest.mark.parametrize("server", ["uvicorn", "gunicorn"])
+def test_under_groundtrace_run_only_the_workers_score_and_none_is_restarted(tmp_path, server):
+    """No code change (GT_ARM=none: the app never calls instrument()): groundtrace-run instruments LangChain in
+    each worker when the app imports it. The supervisor (and multiprocessing's helpers) import no framework and
+    start no scoring process: one scoring process per worker, each that worker's child; no worker restarted."""
+    port = free_port()
+    if server == "uvicorn":
+        arguments = [*UVICORN, "--port", str(port), "server_app:asgi_app"]
+    else:
+        arguments = ["-m", "gunicorn", "-k", "gthread", "-w", "2", "--threads", "4", "-b", f"127.0.0.1:{port}",
+                     "server_app:wsgi_app"]
+    env = environment(tmp_path, GT_ARM="none", GT_SERVER="asgi" if server == "uvicorn" else "wsgi")
+    log, parents = each_request_its_own(arguments, env, tmp_path, port, launcher=True)
+    workers = worker_pids(log, server)
+    assert len(workers) == 2 and "died" not in log, log[-4000:]
+    assert parents == sorted(workers), (parents, workers, log[-4000:])
 
 
 # --------------------------------------------------------------------------------- process pools

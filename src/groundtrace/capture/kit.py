@@ -120,7 +120,7 @@ class Instrumentor:
             return monitor, CALLER
         if not options:
             return acquire_shared_monitor(), SHARED
-        return Monitor.from_settings(settings, **options), OWN
+        return Monitor.from_settings(settings, **{"lazy": True, **options}), OWN
 
 
 def _let_go(monitor: Monitor, ownership: str | None) -> None:
@@ -141,7 +141,8 @@ def shared_monitor() -> Monitor:
     global _shared
     with _shared_lock:
         if _shared is None:
-            _shared = Monitor.from_settings(Settings.from_env())
+            # lazy: a process that imports the app and never records (a supervisor) starts no scoring process
+            _shared = Monitor.from_settings(Settings.from_env(), lazy=True)
         return _shared
 
 

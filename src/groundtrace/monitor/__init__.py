@@ -111,6 +111,10 @@ class Monitor(Workers):
     variables ask for it), "otlp", "prometheus[:[HOST:]PORT]" (a scrape endpoint), a MeterProvider, or
     "none". None (default): ``settings.telemetry`` (GROUNDTRACE_TELEMETRY, default "auto"). They are recorded
     on the workers' threads as records settle, never on the application's.
+
+    ``lazy``: the workers (and their scoring processes) start with the first record submitted, not now; a process
+    that never records (a server's supervisor, a reloader that imports the app) then starts none. The Monitors
+    ``instrument()`` and groundtrace-run build are lazy.
     """
 
     @classmethod
@@ -147,6 +151,7 @@ class Monitor(Workers):
         cpu_budget: float | None = None,
         telemetry: Any = None,
         exit_flush_s: float | None = None,
+        lazy: bool = False,
     ) -> None:
         from groundtrace.sinks import build_sinks, register_trace_links
 
@@ -211,7 +216,8 @@ class Monitor(Workers):
                              evaluations=self.telemetry is not None)
         self._setup, self._ray_address = setup, ray_address
         try:
-            self._start_workers()
+            if not lazy:
+                self._start_workers()
         except BaseException:  # a Monitor that never starts serves no metrics: its endpoint is let go
             if self.telemetry is not None:
                 self.telemetry.close()
@@ -253,7 +259,8 @@ class Monitor(Workers):
         self._started = False
 
     def _start_workers(self) -> None:
-        """The scorers and the worker threads: in the constructor, and in a forked child at its first record."""
+        """The scorers and the worker threads: in the constructor, or at the first record (a lazy Monitor, a forked
+        child's). Cheap: each worker starts its scoring process on its own thread."""
         with self._start_lock:
             if self._started:
                 return
@@ -333,6 +340,10 @@ class Monitor(Workers):
                 rate = self.sample_rate if sample_rate is None else min(self.sample_rate, sample_rate)
                 if rate < 1.0 and not sampled(record.trace_id or record.run_id or record.id or str(id(record)), rate):
                     bucket = "sampled_out"
+            if bucket is None and not self._started and not self._closed:
+                # a lazy Monitor's first record, or a forked child's: threads start here, their scoring process
+                # on them (this thread never waits for a child); a failure to start counts this record dropped
+                self._start_workers()
             with self._lock:
                 self._stats.submitted += 1
                 counted = True
@@ -357,8 +368,6 @@ class Monitor(Workers):
                 queue.bytes += size
                 if len(queue) >= queue.enough:  # a worker lingering for a batch takes it now, before it fills
                     self._filling.set()
-            if not self._started:  # a forked child's first record: its own workers start now
-                self._start_workers()
             self._wake.set()
             return True
         except Exception as error:  # the application must never see our failure; nor its text the log
@@ -465,7 +474,10 @@ class Monitor(Workers):
 
     @property
     def workers_alive(self) -> int:
-        """Worker threads still running (0 once the Monitor is closed, or if they died)."""
+        """Worker threads still running (0 once the Monitor is closed, or if they died); before its first record
+        a lazy Monitor (or one in a forked child) counts those it will start with it."""
+        if not self._started and not self._closed:
+            return self._worker_count
         return sum(worker.is_alive() for worker in self._workers)
 
     @property

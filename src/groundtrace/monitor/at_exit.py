@@ -5,7 +5,9 @@ anew in a forked child.
 ``exit_flush_s`` (``GROUNDTRACE_EXIT_FLUSH_S``, default :data:`EXIT_FLUSH_S`): the wait ends as soon as every
 record is settled, and each Monitor says at WARNING what it could not settle. SIGTERM (a container stopped, a
 deploy) ends a process without running atexit: where the application has no SIGTERM handler of its own, one is
-installed that does the same, then lets the signal do what it would have done.
+installed that does the same, then lets the signal do what it would have done; where the handler is a uvicorn
+server's (which ends the process before atexit), the Monitors settle at the end of its shutdown
+(groundtrace.monitor.server_exit).
 
 A child forked with Monitors built (``gunicorn --preload``, ``multiprocessing`` with fork, Celery's prefork pool)
 inherits no thread and no scoring process: each Monitor starts empty there, and starts its workers with the
@@ -102,11 +104,15 @@ def _install_sigterm() -> None:
     global _sigterm_ours
     import signal
 
+    from groundtrace.monitor.server_exit import settle_in_server_shutdown
+
     try:
-        if threading.current_thread() is threading.main_thread() and \
-                signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        current = signal.getsignal(signal.SIGTERM)
+        if threading.current_thread() is threading.main_thread() and current is signal.SIG_DFL:
             signal.signal(signal.SIGTERM, _on_sigterm)
             _sigterm_ours = True
+        elif callable(current):  # a server's own handler: uvicorn's ends the process before atexit
+            settle_in_server_shutdown(current, _close_all)
     except (ValueError, OSError, AttributeError):
         pass
 

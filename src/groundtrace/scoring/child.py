@@ -5,7 +5,10 @@ protocol): validate it, apply the mask (the application's own, loaded here by na
 strip its text when ``capture_text`` is off, deliver the Scores to the sinks built here, and answer
 with one short line (the Scores too, when the application has sinks of its own). It runs at the
 lowest CPU priority the system grants, so that on a busy machine the application's threads come
-first. Whatever a library prints goes to stderr: stdout carries the protocol only.
+first. Whatever a library prints goes to stderr: stdout carries the protocol only. Its stderr is the
+application's, so when the application is gone (it crashed, or exited while this process started) it
+ends without a word, and Ctrl-C in a terminal is the application's to handle: the application's own
+error stays first and alone.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import sys
 import threading
 import time
@@ -58,6 +62,8 @@ class RelayHandler(logging.Handler):
         try:
             message = record.getMessage()  # the redacting filter ran already
             self.channel.send(b"l" + json.dumps([record.levelno, record.name, message]).encode() + b"\n")
+        except BrokenPipeError:  # the application is gone: there is no one to tell
+            pass
         except Exception:
             self.handleError(record)
 
@@ -226,6 +232,15 @@ def _unloadable(reference: str) -> Mask:
 
 
 def main() -> None:
+    # Ctrl-C reaches the whole process group: the application decides, and its exit closes our stdin
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        _run()
+    except BrokenPipeError:  # the application is gone (it crashed or exited): nothing to say, nowhere to say it
+        pass
+
+
+def _run() -> None:
     channel = Channel(os.dup(1))  # the protocol's own pipe ...
     os.dup2(2, 1)  # ... and whatever a library prints goes to stderr, not into it
     lower_priority()

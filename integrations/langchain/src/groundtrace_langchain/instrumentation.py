@@ -19,6 +19,7 @@ in ``callbacks``) is not captured twice.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from groundtrace.capture.carried import add_context_keys
@@ -26,6 +27,10 @@ from groundtrace.capture.kit import Instrumentor
 from groundtrace.monitor import Monitor
 
 from groundtrace_langchain.handler import GroundtraceCallbackHandler
+from groundtrace_langchain.when_imported import when_imported
+
+#: where LangChain keeps its configure hooks; its callback managers import it when a run is configured
+TRACER_CONTEXT = "langchain_core.tracers.context"
 
 
 class _HandlerSlot:
@@ -50,13 +55,18 @@ class LangChainInstrumentor(Instrumentor):
     def _install(self, monitor: Monitor, **hook_options: Any) -> None:
         handler = GroundtraceCallbackHandler(monitor=monitor, **hook_options)  # answer_key, mask, tools
         if not self._hook_registered:
-            # imported here: it loads langsmith, which `import groundtrace_langchain` need not pay for
-            from langchain_core.tracers.context import register_configure_hook
-
-            # the slot stands in for the ContextVar the hook expects: LangChain only calls its get()
-            register_configure_hook(self.slot, inheritable=True, handle_class=GroundtraceCallbackHandler)  # type: ignore[arg-type]
             self._hook_registered = True
+            if TRACER_CONTEXT in sys.modules:
+                self._register_hook()
+            else:  # LangChain imports it (and langsmith, a third of a second) at its first run, not at start-up
+                when_imported(TRACER_CONTEXT, self._register_hook)
         self.slot.handler = handler
+
+    def _register_hook(self) -> None:
+        from langchain_core.tracers.context import register_configure_hook
+
+        # the slot stands in for the ContextVar the hook expects: LangChain only calls its get()
+        register_configure_hook(self.slot, inheritable=True, handle_class=GroundtraceCallbackHandler)  # type: ignore[arg-type]
 
     def _remove(self) -> None:
         # runs in flight keep their handler to the end; what they submit to a closed Monitor is dropped

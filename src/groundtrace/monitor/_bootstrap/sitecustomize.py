@@ -1,4 +1,9 @@
-"""Imported at interpreter start when ``groundtrace-run`` puts this folder on PYTHONPATH."""
+"""Imported at interpreter start when ``groundtrace-run`` puts this folder on PYTHONPATH.
+
+Every Python process under the launcher runs this (a server's supervisor and workers, multiprocessing's helpers),
+so it does next to nothing: it imports no groundtrace and no framework, only sets an import hook that instruments
+a framework when the application imports it (groundtrace_import_hook).
+"""
 
 import os
 import sys
@@ -23,9 +28,12 @@ def _chain_to_the_applications_sitecustomize() -> None:
 
 
 try:
-    from groundtrace.monitor.autoinstrument import instrument_all
+    import groundtrace_import_hook  # type: ignore[import-not-found]  # beside this file, on PYTHONPATH here
 
-    instrument_all()
+    if not groundtrace_import_hook.install_from_environment():  # set by hand, without the launcher's variable
+        from groundtrace.monitor.autoinstrument import instrument_all
+
+        instrument_all()
 except Exception as error:  # the application must start whatever happens here
     sys.stderr.write(f"groundtrace: auto-instrumentation failed: {error}\n")
 _chain_to_the_applications_sitecustomize()
