@@ -33,7 +33,7 @@ from langserve import RemoteRunnable  # noqa: E402
 
 from langserve_app import TOKEN, faithful_answer, planted, planted_answer  # noqa: E402
 from lc_app import CollectingSink  # noqa: E402
-from test_lc_servers import free_port, records, stop  # noqa: E402
+from test_lc_servers import busy_core, free_port, records, stop  # noqa: E402, F401  (busy_core: autouse, one core burnt)
 
 HERE = Path(__file__).resolve().parent
 
