@@ -241,3 +241,23 @@ def test_the_tokenizer_knows_the_shared_data_without_unknown_tokens():
                 unknown += int((ids == tokenizer.unk_id).sum())
                 total += len(ids)
     assert total > 20_000 and unknown / total < 1e-4
+
+
+def test_the_metric_is_built_without_its_detector_until_it_scores():
+    """A process that only hands records to a scoring process (a server's worker) builds the metric for its name,
+    threshold and direction: numpy and the detector stay out of it until an answer is scored here."""
+    import subprocess
+    import sys
+
+    program = ("import sys; from groundtrace.metrics import get_metric; m = get_metric('grounding'); "
+               "print(m.threshold == m.documented_threshold(), sorted(n for n in sys.modules "
+               "if n == 'numpy' or n.startswith('groundtrace.detector')))")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "True []", done.stdout + done.stderr
+
+
+def test_the_default_reading_is_named_alike_in_the_metric_and_the_detector():
+    from groundtrace.detector.reading import DEFAULT_EVIDENCE
+    from groundtrace.metrics.grounding import DEFAULT_EVIDENCE as METRIC_DEFAULT
+
+    assert METRIC_DEFAULT == DEFAULT_EVIDENCE
