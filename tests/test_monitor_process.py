@@ -101,3 +101,21 @@ def test_metric_instances_stay_in_process_and_explicit_process_needs_names():
         Monitor([Fixed()], [], isolation="process", flush_at_exit=False)
     with Monitor(["lexical"], [], isolation="thread", flush_at_exit=False) as monitor:
         assert monitor.isolation == "thread"
+
+
+def test_a_sigterm_to_the_whole_process_group_leaves_the_scoring_process_to_its_application(plugin_metrics):
+    """systemd's default stop (and `kill -TERM -PGID`) signals every process of the group: the scoring process
+    leaves the ending to its application, which still has records to score, and goes on scoring them."""
+    import signal
+
+    sink = Collect()
+    with Monitor(["where_am_i"], [sink], flush_at_exit=False) as monitor:
+        monitor.submit(rec(0))
+        assert monitor.flush(60)
+        [child] = {scores[0].details["pid"] for _, scores in sink.rows}
+        os.kill(child, signal.SIGTERM)  # what the group's SIGTERM brings it
+        for i in range(1, 4):
+            monitor.submit(rec(i))
+        assert monitor.flush(60)
+    assert [scores[0].error for _, scores in sink.rows] == [None] * 4
+    assert {scores[0].details["pid"] for _, scores in sink.rows} == {child}  # the same process, not a restarted one

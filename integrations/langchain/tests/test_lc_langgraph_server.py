@@ -31,7 +31,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("langgraph_api")
 pytest.importorskip("langgraph_sdk")
 
 from langgraph_sdk import get_sync_client  # noqa: E402
@@ -40,7 +39,9 @@ from langgraph_server_app import TOKEN, expected_answer, passages, planted  # no
 from test_lc_servers import free_port, records  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
-LANGGRAPH = Path(sys.executable).with_name("langgraph")
+# `make langgraph-site`: langgraph-cli[inmem] in a folder of its own, before .venv's packages on the server's path only
+# (it holds protobuf below 7, which .venv's sentencepiece needs): see the Makefile
+LANGGRAPH_SITE = HERE.parents[2] / ".cache" / "langgraph-site"
 
 # In every process of the server (sitecustomize runs in uvicorn's spawned worker and in the scoring process too):
 # a connection or a name lookup beyond the loopback is refused and written down.
@@ -100,9 +101,9 @@ def serve(tmp_path: Path, reload: bool) -> tuple[subprocess.Popen, int]:
                LANGSMITH_TRACING="false", LANGCHAIN_TRACING_V2="false", LANGGRAPH_CLI_NO_ANALYTICS="1",
                LANGGRAPH_NO_VERSION_CHECK="true", DO_NOT_TRACK="true",
                GT_OFFLINE_NOTES=str(tmp_path / "offline.txt"),
-               PYTHONPATH=os.pathsep.join([str(offline), str(HERE), env.get("PYTHONPATH", "")]),
+               PYTHONPATH=os.pathsep.join([str(offline), str(LANGGRAPH_SITE), str(HERE), env.get("PYTHONPATH", "")]),
                PYTHONUNBUFFERED="1")
-    command = [str(LANGGRAPH), "dev", "--no-browser", "--host", "127.0.0.1", "--port", str(port),
+    command = [sys.executable, "-m", "langgraph_cli", "dev", "--no-browser", "--host", "127.0.0.1", "--port", str(port),
                "--config", "langgraph.json", "--n-jobs-per-worker", "4", *([] if reload else ["--no-reload"])]
     log = open(tmp_path / "server.log", "w")  # noqa: SIM115 - the server's, closed when it ends
     server = subprocess.Popen(command, cwd=project, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -121,12 +122,16 @@ def serve(tmp_path: Path, reload: bool) -> tuple[subprocess.Popen, int]:
 
 
 def stop(server: subprocess.Popen, tmp_path: Path, how: str) -> str:
-    """Stop the server as ``how`` says: ``ctrl-c`` (SIGINT to its process group, as a terminal's Ctrl-C sends it) or
-    ``sigterm`` (SIGTERM to the ``langgraph`` process, as a process manager sends it). Every process of the group
+    """Stop the server as ``how`` says: ``ctrl-c`` (SIGINT to its process group, as a terminal's Ctrl-C sends it),
+    ``sigterm`` (SIGTERM to the ``langgraph`` process, as a process manager sends it) or ``group-sigterm`` (SIGTERM
+    to every process of the group, as systemd's default stop sends it: the scoring process leaves the ending to the
+    application and scores what it holds). Every process of the group
     (the reloader, its worker, groundtrace's scoring process) ends within 60 s (the Monitor's exit flush is 30 s);
     returns what they said."""
     if how == "ctrl-c":
         os.killpg(server.pid, signal.SIGINT)
+    elif how == "group-sigterm":
+        os.killpg(server.pid, signal.SIGTERM)
     else:
         server.send_signal(signal.SIGTERM)
     deadline = time.monotonic() + 60
@@ -268,9 +273,10 @@ def assert_the_records(rows: list[dict], tokens: dict[str, list[str]], runs: dic
             assert score["hallucinated"] is planted(token), (kind, token, score)
 
 
-@pytest.mark.skipif(not LANGGRAPH.exists(), reason="langgraph-cli[inmem] is not installed beside this Python")
-@pytest.mark.parametrize(("reload", "how"), [(True, "ctrl-c"), (True, "sigterm"), (False, "sigterm")],
-                         ids=["reloader-ctrl-c", "reloader-sigterm", "no-reload-sigterm"])
+@pytest.mark.skipif(not (LANGGRAPH_SITE / "langgraph_api").is_dir(), reason="run make langgraph-site first")
+@pytest.mark.parametrize(("reload", "how"), [(True, "ctrl-c"), (True, "sigterm"), (False, "sigterm"),
+                                             (False, "group-sigterm")],
+                         ids=["reloader-ctrl-c", "reloader-sigterm", "no-reload-sigterm", "no-reload-group-sigterm"])
 def test_langgraph_dev_records_each_run_right(tmp_path, reload, how):
     tokens = tokens_for_every_request()
     server, port = serve(tmp_path, reload)

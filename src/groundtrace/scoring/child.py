@@ -232,8 +232,10 @@ def _unloadable(reference: str) -> Mask:
 
 
 def main() -> None:
-    # Ctrl-C reaches the whole process group: the application decides, and its exit closes our stdin
+    # Ctrl-C, and a SIGTERM a process manager sends the whole group (systemd's default stop), reach us too: the
+    # application decides, and its exit closes our stdin once what it held is scored (or kills us past its bound)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     try:
         _run()
     except BrokenPipeError:  # the application is gone (it crashed or exited): nothing to say, nowhere to say it
