@@ -53,8 +53,7 @@ llama-wheel: $(BIN)/python
 LANGGRAPH_SITE := .cache/langgraph-site
 LANGGRAPH_PACKAGES := langgraph-cli==0.4.40 langgraph-api==0.16.7 langgraph-runtime-inmem==0.36.7 protobuf==6.33.6 \
 	grpcio==1.81.2 grpcio-health-checking==1.81.1 grpcio-tools==1.81.1 blockbuster==1.5.29 forbiddenfruit==0.1.4 \
-	croniter==7.0.0 jsonschema_rs==0.44.1 structlog==25.5.0 opentelemetry-exporter-prometheus==0.66b2 \
-	httptools==0.9.0 uvloop==0.23.0 watchfiles==1.3.0
+	croniter==7.0.0 jsonschema_rs==0.44.1 structlog==25.5.0
 
 langgraph-site: $(BIN)/python
 	test -d $(LANGGRAPH_SITE)/langgraph_api || $(BIN)/pip install -q --no-deps --target $(LANGGRAPH_SITE) \

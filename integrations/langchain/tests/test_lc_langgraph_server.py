@@ -24,7 +24,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,7 @@ pytest.importorskip("langgraph_sdk")
 
 from langgraph_sdk import get_sync_client  # noqa: E402
 
-from langgraph_server_app import TOKEN, expected_answer, passages, planted  # noqa: E402
+from replay_rag import TOKEN, assert_the_records, expected_answer, passages, question, tokens_for  # noqa: E402
 from test_lc_servers import free_port, records  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -69,17 +68,6 @@ def _hook(event, args):
 
 sys.addaudithook(_hook)
 '''
-
-
-def new_token(planted_one: bool) -> str:
-    while True:
-        token = f"tok-{uuid.uuid4().hex[:8]}"
-        if planted(token) == planted_one:
-            return token
-
-
-def question(token: str) -> str:
-    return f"How long do refunds take for order {token}?"
 
 
 def serve(tmp_path: Path, reload: bool) -> tuple[subprocess.Popen, int]:
@@ -239,46 +227,12 @@ def call_the_server(port: int, tokens: dict[str, list[str]]) -> dict[str, str]:
 REQUESTS = {"wait": 1, "stream": 1, "stateless": 1, "background": 1, "chat": 2, "concurrent": 6}
 
 
-def tokens_for_every_request() -> dict[str, list[str]]:
-    """A token per request; each kind answers a planted one and, where it takes more, faithful ones too."""
-    chosen: dict[str, list[str]] = {}
-    for i, (kind, count) in enumerate(REQUESTS.items()):
-        chosen[kind] = [new_token(planted_one=(i + j) % 2 == 0) for j in range(count)]
-    return chosen
-
-
-def assert_the_records(rows: list[dict], tokens: dict[str, list[str]], runs: dict[str, str]) -> None:
-    """One record per run: its own question, its own retrieved passages, the model's final answer, the server's
-    run id and thread; the planted answers flagged and the faithful ones not."""
-    by_token: dict[str, list[dict]] = {}
-    for row in rows:
-        found = set(TOKEN.findall(row["record"]["question"] or ""))
-        assert len(found) == 1, row["record"]
-        by_token.setdefault(f"tok-{found.pop()}", []).append(row)
-    sent = [token for group in tokens.values() for token in group]
-    missing = [(kind, token) for kind, group in tokens.items() for token in group if token not in by_token]
-    assert not missing, f"runs with no record: {missing}"
-    assert sorted(by_token) == sorted(sent), f"records of runs never sent or more than one a run: {by_token}"
-    for kind, group in tokens.items():
-        for token in group:
-            [row] = by_token[token]
-            record = row["record"]
-            assert record["question"] == question(token), (kind, record)
-            assert record["contexts"] == passages(token), (kind, record["contexts"])
-            assert record["answer"] == expected_answer(token), (kind, record["answer"])
-            if token in runs:
-                assert f"{record['session_id']} {record['run_id']}" == runs[token], (kind, record)
-            [score] = row["scores"]
-            assert score["metric"] == "lexical" and score["error"] is None, score
-            assert score["hallucinated"] is planted(token), (kind, token, score)
-
-
 @pytest.mark.skipif(not (LANGGRAPH_SITE / "langgraph_api").is_dir(), reason="run make langgraph-site first")
 @pytest.mark.parametrize(("reload", "how"), [(True, "ctrl-c"), (True, "sigterm"), (False, "sigterm"),
                                              (False, "group-sigterm")],
                          ids=["reloader-ctrl-c", "reloader-sigterm", "no-reload-sigterm", "no-reload-group-sigterm"])
 def test_langgraph_dev_records_each_run_right(tmp_path, reload, how):
-    tokens = tokens_for_every_request()
+    tokens = tokens_for(REQUESTS)
     server, port = serve(tmp_path, reload)
     try:
         runs = call_the_server(port, tokens)
@@ -289,4 +243,9 @@ def test_langgraph_dev_records_each_run_right(tmp_path, reload, how):
     assert "groundtrace: capturing LangChain" in log, log[-6000:]
     offline = tmp_path / "offline.txt"
     assert not offline.exists(), f"the server reached beyond this machine:\n{offline.read_text()}"
-    assert_the_records(records(tmp_path), tokens, runs)
+
+    def the_servers_ids(kind: str, token: str, record: dict) -> None:  # the server's run id, the thread as session
+        if token in runs:
+            assert f"{record['session_id']} {record['run_id']}" == runs[token], (kind, record)
+
+    assert_the_records(records(tmp_path), tokens, the_servers_ids)

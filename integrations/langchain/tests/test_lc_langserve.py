@@ -20,7 +20,6 @@ import sys
 import time
 import urllib.parse
 import urllib.request
-import uuid
 from pathlib import Path
 
 import pytest
@@ -31,22 +30,11 @@ from groundtrace.monitor import Monitor  # noqa: E402
 from groundtrace_langchain import GroundtraceCallbackHandler  # noqa: E402
 from langserve import RemoteRunnable  # noqa: E402
 
-from langserve_app import TOKEN, faithful_answer, planted, planted_answer  # noqa: E402
 from lc_app import CollectingSink  # noqa: E402
+from replay_rag import assert_the_records, expected_answer, question, tokens_for  # noqa: E402
 from test_lc_servers import busy_core, free_port, records, stop  # noqa: E402, F401  (busy_core: autouse, one core burnt)
 
 HERE = Path(__file__).resolve().parent
-
-
-def new_token(planted_one: bool) -> str:
-    while True:
-        token = f"tok-{uuid.uuid4().hex[:8]}"
-        if planted(token) == planted_one:
-            return token
-
-
-def question(token: str) -> str:
-    return f"How long do refunds take for order {token}?"
 
 
 def serve(tmp_path: Path, attach: str) -> tuple[subprocess.Popen, int]:
@@ -85,8 +73,7 @@ async def call_every_endpoint(port: int, tokens: dict[str, list[str]], client_ha
     """Each endpoint answers its own tokens' questions; the client's runs carry a groundtrace handler of their own."""
     remote = RemoteRunnable(f"http://127.0.0.1:{port}/rag/")
     config = {"callbacks": [client_handler]}
-    expected = {token: planted_answer(token) if planted(token) else faithful_answer(token)
-                for group in tokens.values() for token in group}
+    expected = {token: expected_answer(token) for group in tokens.values() for token in group}
 
     [token] = tokens["invoke"]
     assert remote.invoke(question(token), config=config) == expected[token]
@@ -111,48 +98,13 @@ ENDPOINTS = {"invoke": 1, "batch": 3, "stream": 1, "stream_log": 1, "stream_even
              "events_v2": 1}
 
 
-def tokens_for_every_endpoint() -> dict[str, list[str]]:
-    """A token per request; each endpoint answers a planted one and, where it takes more, faithful ones too."""
-    chosen: dict[str, list[str]] = {}
-    for i, (endpoint, count) in enumerate(ENDPOINTS.items()):
-        chosen[endpoint] = [new_token(planted_one=(i + j) % 2 == 0) for j in range(count)]
-    return chosen
-
-
-def assert_the_records(rows: list[dict], tokens: dict[str, list[str]]) -> None:
-    """One record per request: its own question, its own retrieved passages, the model's final answer; the
-    planted answers flagged and the faithful ones not."""
-    by_token: dict[str, list[dict]] = {}
-    for row in rows:
-        found = set(TOKEN.findall(row["record"]["question"] or ""))
-        assert len(found) == 1, row["record"]
-        by_token.setdefault(f"tok-{found.pop()}", []).append(row)
-    sent = [token for group in tokens.values() for token in group]
-    missing = [(endpoint, token) for endpoint, group in tokens.items() for token in group if token not in by_token]
-    assert not missing, f"requests with no record: {missing}"
-    assert sorted(by_token) == sorted(sent), f"records of requests never sent: {set(by_token) - set(sent)}"
-    for endpoint, group in tokens.items():
-        for token in group:
-            [row] = by_token[token]
-            record = row["record"]
-            assert record["question"] == question(token), (endpoint, record)
-            assert record["contexts"] == [
-                f"Refunds for order {token} are paid within 14 days of the return reaching the warehouse.",
-                f"Order {token} ships free of charge."], (endpoint, record["contexts"])
-            answer = planted_answer(token) if planted(token) else faithful_answer(token)
-            assert record["answer"] == answer, (endpoint, record["answer"])
-            [score] = row["scores"]
-            assert score["metric"] == "lexical" and score["error"] is None, score
-            assert score["hallucinated"] is planted(token), (endpoint, token, score)
-
-
 @pytest.mark.parametrize("attach", ["instrument", "config", "launcher"])
 def test_every_langserve_endpoint_records_each_request_right(tmp_path, attach):
     sink = CollectingSink()
     client_monitor = Monitor(["lexical"], [sink], isolation="thread", telemetry="none")
     client_handler = GroundtraceCallbackHandler(monitor=client_monitor)
     before = client_handler.stats()
-    tokens = tokens_for_every_endpoint()
+    tokens = tokens_for(ENDPOINTS)
     server, port = serve(tmp_path, attach)
     try:
         asyncio.run(call_every_endpoint(port, tokens, client_handler))

@@ -10,22 +10,15 @@ Record (handler.py): a Record is never built from part of a run's tree.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 from uuid import UUID
+
+from groundtrace.capture.boundary import UnreadableEvent, string_keyed
 
 #: a run's key in the collector: a UUID's int, or a run id that is no UUID as it came (a string, an int)
 RunKey = int | str
 
 _MAX_ID_CHARS = 200  # a run id longer than this is no id: never kept, never logged
-
-
-class UnreadableEvent(Exception):
-    """A callback's arguments that groundtrace cannot read: ``cause`` says which and why (never their value)."""
-
-    def __init__(self, cause: str) -> None:
-        super().__init__(cause)
-        self.cause = cause
 
 
 def run_key(value: Any, what: str = "run_id") -> RunKey:
@@ -101,13 +94,4 @@ def tag_list(value: Any) -> list[str]:
 
 def metadata_dict(value: Any) -> dict[str, Any]:
     """A run's metadata as a plain dict with string keys; anything that is no mapping gives none."""
-    if not value:
-        return {}
-    if type(value) is dict and all(type(key) is str for key in value):
-        return dict(value)
-    if isinstance(value, Mapping):
-        try:
-            return {key: item for key, item in value.items() if isinstance(key, str)}
-        except Exception:
-            return {}
-    return {}
+    return string_keyed(value) if value else {}

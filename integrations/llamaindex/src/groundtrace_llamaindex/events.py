@@ -9,18 +9,11 @@ built from part of a run's tree.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
+from groundtrace.capture.boundary import UnreadableEvent, string_keyed
+
 _MAX_ID_CHARS = 400  # a span id longer than this is no id: never kept, never logged
-
-
-class UnreadableEvent(Exception):
-    """An event's arguments that groundtrace cannot read: ``cause`` says which and why (never their value)."""
-
-    def __init__(self, cause: str) -> None:
-        super().__init__(cause)
-        self.cause = cause
 
 
 def span_key(value: Any, what: str = "span id") -> str:
@@ -40,11 +33,4 @@ def tag_dict(value: Any) -> dict[str, Any] | None:
     """A span's tags as a dict with string keys; None when it has none (the instrument tags in force apply)."""
     if value is None:
         return None
-    if type(value) is dict and all(type(key) is str for key in value):
-        return value
-    if isinstance(value, Mapping):
-        try:
-            return {key: item for key, item in value.items() if isinstance(key, str)}
-        except Exception:
-            return {}
-    return {}
+    return value if type(value) is dict and all(type(key) is str for key in value) else string_keyed(value)
