@@ -23,7 +23,8 @@ Everything else receives a :class:`Settings` (or plain arguments) and reads no e
                                  sink configured, which `groundtrace watch` follows (default
                                  groundtrace-scores.jsonl in the working directory)
     GROUNDTRACE_VERDICT_FILE     the verdict file of the `combined` metric (written by `groundtrace fit`;
-                                 default: the one shipped with groundtrace)
+                                 default: the one shipped with groundtrace): a regular file of at most 1 MiB,
+                                 read once when the Monitor is built
     GROUNDTRACE_PROGRESS         1: the command line shows progress bars even when not on a terminal
     GROUNDTRACE_TRACE_URL        `groundtrace report`'s link per record to its trace, a URL template such as
                                  http://localhost:6006/redirects/traces/{trace_id} (its --trace-url wins)
@@ -181,8 +182,14 @@ def context_keys(environ: Mapping[str, str] | None = None) -> list[str]:
 
 
 def verdict_file(environ: Mapping[str, str] | None = None) -> str | None:
-    """GROUNDTRACE_VERDICT_FILE: the `combined` metric's fitted file, when no ``file`` option names one."""
+    """GROUNDTRACE_VERDICT_FILE: the `combined` metric's fitted file, when no ``file`` option names one (a regular
+    file of at most groundtrace.backends.verdict.MAX_FILE_BYTES, read once where the metric is built)."""
     return _text(_environ(environ), "GROUNDTRACE_VERDICT_FILE")
+
+
+def metrics_setting(environ: Mapping[str, str] | None = None) -> str | None:
+    """GROUNDTRACE_METRICS as it is set (None when unset), for a message that names what chose the metrics."""
+    return _text(_environ(environ), "GROUNDTRACE_METRICS")
 
 
 def trace_url(environ: Mapping[str, str] | None = None) -> str | None:

@@ -68,7 +68,7 @@ def test_a_broken_file_says_which_and_what(tmp_path, edit, message):
 
 
 def test_a_missing_or_unreadable_file_says_so(tmp_path):
-    with pytest.raises(VerdictFileError, match="does not exist \\(write one with `groundtrace fit`\\)"):
+    with pytest.raises(VerdictFileError, match="does not exist: write one with `groundtrace fit -o "):
         VerdictModel.load(tmp_path / "none.json")
     (tmp_path / "junk.json").write_bytes(b"\x00\xff{")
     with pytest.raises(VerdictFileError, match="is not readable JSON"):

@@ -132,25 +132,47 @@ def _let_go(monitor: Monitor, ownership: str | None) -> None:
 
 # ------------------------------------------------------------------------- the shared Monitor
 _shared: Monitor | None = None
+_shared_failure: Exception | None = None  # why the shared Monitor cannot be built: a setting, built once like it
 _shared_users = 0
 _shared_lock = threading.Lock()
 
 
 def shared_monitor() -> Monitor:
-    """The process-wide Monitor configured from the environment, created on first use."""
-    global _shared
+    """The process-wide Monitor configured from the environment, created on first use. A setting it cannot be
+    built from (a verdict file that is missing or cut, an unknown metric name) is said once, in its own words,
+    and its error raised again at every later call without building anew (fixed when the application restarts)."""
+    global _shared, _shared_failure
     with _shared_lock:
+        if _shared_failure is not None:
+            raise _shared_failure.with_traceback(None)
         if _shared is None:
-            # lazy: a process that imports the app and never records (a supervisor) starts no scoring process
-            _shared = Monitor.from_settings(Settings.from_env(), lazy=True)
+            try:
+                # lazy: a process that imports the app and never records (a supervisor) starts no scoring process
+                _shared = Monitor.from_settings(Settings.from_env(), lazy=True)
+            except Exception as error:
+                _shared_failure = error
+                reason = error.args[0] if isinstance(error, KeyError) and error.args else error
+                log.error("groundtrace: nothing is scored: the Monitor cannot be built from the GROUNDTRACE_* settings "
+                          "(%s): %s. Fix the setting and restart the application", _named_settings(), reason)
+                raise
         return _shared
 
 
+def _named_settings() -> str:
+    """The settings that choose the shared Monitor's metrics, as the environment has them."""
+    from groundtrace.config import metrics_setting, verdict_file
+
+    named = [f"GROUNDTRACE_{name}={value}" for name, value in (("METRICS", metrics_setting()),
+                                                                ("VERDICT_FILE", verdict_file())) if value]
+    return ", ".join(named) or "the defaults"
+
+
 def reset_shared_monitor() -> None:
-    """Close and forget the shared Monitor (tests, and the last release_shared_monitor())."""
-    global _shared
+    """Close and forget the shared Monitor, or why it could not be built (tests, and the last
+    release_shared_monitor())."""
+    global _shared, _shared_failure
     with _shared_lock:
-        monitor, _shared = _shared, None
+        monitor, _shared, _shared_failure = _shared, None, None
     if monitor is not None:
         monitor.close()
 

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from groundtrace._extras import require_extra
+from groundtrace.backends.verdict import VerdictFileError
 from groundtrace.cli.common import OptionsOption, SchemaOption, console, fmt, metric_names, out, parse_options, progress_bar, shown
 from groundtrace.cli.labelled_input import RescoreOption, read_labelled, with_labelled_input
 
@@ -89,7 +90,11 @@ def fit_command(
         fitted["escalation_cost"] = _cost(costly)
     final = type(verdict)(components=verdict.components, model=verdict.model, threshold=verdict.threshold,
                           target=verdict.target, cascade=verdict.cascade, fitted=fitted, report=result.report())
-    final.save(output)
+    try:
+        final.save(output)  # a temporary file renamed into place: a full disk leaves the old verdict whole
+    except VerdictFileError as error:
+        console.print(f"[red]error:[/red] {shown(error)}", soft_wrap=True)
+        raise typer.Exit(2) from None
     if as_json:
         print(json.dumps({"file": str(output), "threshold": final.threshold, **result.report()}, indent=2))
         for warning in result.warnings:  # beside the JSON (which holds them too): stdout stays one JSON object

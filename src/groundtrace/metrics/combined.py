@@ -12,12 +12,18 @@ and its value is the model's probability, flagged at the file's threshold:
 With a cascade in the file, a record whose value falls in the file's band is sent to the costly
 metric it names (a judge, a Hub detector) and decided by the file's second model, which reads that
 metric's value beside the others, within a spend budget (``budget_usd_per_hour``).
+
+The file is read once, where the metric is built; a Monitor's scoring process is handed the verdict so read
+(:meth:`CombinedMetric.spec_options`), so the threshold the Monitor shows is the one every Score was made with,
+whatever later rewrites the file: a new verdict takes effect when the application restarts. Each Score's
+details carry the file's name and the SHA-256 of what was read (``file_sha256``).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,16 +45,36 @@ class CombinedMetric(Metric):
     default_threshold = 0.5  # never used: the verdict file's threshold is
 
     def __init__(self, *, file: str | Path | None = None, escalate: bool = True, budget_usd_per_hour: float | None = None,
-                 threshold: float | None = None, **options: Any) -> None:
+                 threshold: float | None = None, verdict: dict[str, Any] | None = None, sha256: str | None = None,
+                 **options: Any) -> None:
+        """``verdict`` (with ``sha256``): the verdict as another process read it from ``file`` (see
+        :meth:`spec_options`); the file itself is then not read again."""
         self.file = Path(file or verdict_file() or DEFAULT_FILE)
-        self.combination = VerdictModel.load(self.file)  # a VerdictFileError names the file and the fix
+        if verdict is not None:
+            self.combination, self.sha256 = VerdictModel.from_raw(verdict, self.file), str(sha256 or "")
+        else:  # a VerdictFileError names the file and the fix
+            self.combination, self.sha256 = VerdictModel.load_with_hash(self.file)
         super().__init__(threshold=self.combination.threshold if threshold is None else threshold, **options)
         from groundtrace.metrics import get_metric
 
-        self.components = [get_metric(c.metric, **c.options) for c in self.combination.components]
+        def component(name: str, options: dict[str, Any]) -> Metric:
+            try:
+                return get_metric(name, **options)
+            except KeyError as error:  # a metric of another installation (a plugin not installed here)
+                reason = error.args[0] if error.args else error
+                raise VerdictFileError(f"verdict file {self.file} combines metric {name!r}, which this installation does "
+                                       f"not have ({reason}): install the package that provides it, or fit a verdict "
+                                       "of the metrics installed here") from None
+
+        self.components = [component(c.metric, c.options) for c in self.combination.components]
         cascade = self.combination.cascade
-        self.costly = get_metric(cascade.metric, **cascade.options) if cascade is not None and escalate else None
+        self.costly = component(cascade.metric, cascade.options) if cascade is not None and escalate else None
         self.budget = SpendBudget(budget_usd_per_hour)
+
+    def spec_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The options another process (a Monitor's scoring process) rebuilds this metric from: ``options`` and the
+        verdict as read here, so the file is not read again there (a file rewritten meanwhile is not applied)."""
+        return {**options, "file": str(self.file), "verdict": self.combination.to_dict(), "sha256": self.sha256}
 
     @classmethod
     def documented_threshold(cls) -> float:
@@ -81,7 +107,7 @@ class CombinedMetric(Metric):
             raise CannotScore("every component failed: " + "; ".join(f"{s.metric}: {s.error}" for s in failed))
         values = {s.metric: s.hallucination_score for s in scores}
         probability, parts = self.combination.model.probability(values, language)
-        details: dict[str, Any] = {"file": self.file.name, "cheap_probability": round(probability, 6),
+        details: dict[str, Any] = {"file": self.file.name, "file_sha256": self.sha256, "cheap_probability": round(probability, 6),
                                    "components": {s.metric: _component(s) for s in scores}}
         cost = None
         note = ""

@@ -19,7 +19,7 @@ from typing import Any
 
 from groundtrace.config import Settings, register_environment_secrets
 from groundtrace.monitor.cpu_budget import CpuBudget
-from groundtrace.scoring.engine import build_metrics
+from groundtrace.scoring.engine import build_metrics, metric_spec
 from groundtrace.metrics import Metric
 from groundtrace.monitor.admission import (
     DEFAULT_QUEUE_BYTES,
@@ -188,7 +188,8 @@ class Monitor(Workers):
                 sink.report_undelivered = self._count_sink_errors
         ray_address = ray_address or settings.ray_address
         self.isolation = choose_isolation(isolation, metrics, ray_address)
-        specs = [(m.name, dict((options or {}).get(m.name, {}))) for m in self.metrics]
+        # what the scoring process rebuilds them from: a verdict file is read here only, once
+        specs = [metric_spec(m, (options or {}).get(m.name, {})) for m in self.metrics]
         self.sample_rate = sample_rate
         self.metric_timeout_s = metric_timeout_s
         self.linger_s = linger_s

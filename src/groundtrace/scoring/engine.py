@@ -45,6 +45,13 @@ def build_metrics(
             for m in _selected(metrics, options, settings)]
 
 
+def metric_spec(metric: Metric, options: Mapping[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    """(name, options) another process rebuilds the built ``metric`` from with ``build_metrics``: its options, and
+    what it read where it was built that must not be read anew there (the combined metric's verdict)."""
+    own = getattr(metric, "spec_options", None)
+    return metric.name, dict(own(options or {}) if callable(own) else options or {})
+
+
 def metric_specs(
     metrics: Sequence[str | Metric] | str | None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
