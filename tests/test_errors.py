@@ -55,7 +55,7 @@ def test_a_missing_verdict_file_is_caught_as_either_base(tmp_path) -> None:
         with pytest.raises(base) as caught:
             VerdictModel.load(tmp_path / "none.json")
         assert type(caught.value) is VerdictFileError
-        assert "does not exist (write one with `groundtrace fit`)" in str(caught.value)
+        assert "does not exist: write one with `groundtrace fit -o " in str(caught.value)
 
 
 def test_a_missing_extra_is_caught_as_either_base_and_survives_a_process_boundary(monkeypatch) -> None:
