@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
 VARIABLE = "GROUNDTRACE_INSTRUMENT_ON_IMPORT"
 AT_START = "*"
-_OFF = {"0", "false", "no", "off"}
 
 
 def parse(value: str) -> list[tuple[str, str]]:
@@ -161,7 +160,7 @@ def install_from_environment() -> bool:
     value = os.environ.get(VARIABLE)
     if value is None:
         return False
-    if os.environ.get("GROUNDTRACE_ENABLED", "").strip().lower() in _OFF:  # switched off for this process
-        return True
+    # GROUNDTRACE_ENABLED is not read here (groundtrace.config is its one reader): an integration's instrument()
+    # does nothing when it is off, and the scoring process starts without this folder on its path
     install(parse(value))
     return True
