@@ -210,7 +210,8 @@ def test_uvicorn_two_workers_async_and_threadpool_handlers(tmp_path):
 def test_under_groundtrace_run_only_the_workers_score_and_none_is_restarted(tmp_path, server):
     """No code change (GT_ARM=none: the app never calls instrument()): groundtrace-run instruments LangChain in
     each worker when the app imports it. The supervisor (and multiprocessing's helpers) import no framework and
-    start no scoring process: one scoring process per worker, each that worker's child; no worker restarted."""
+    start no scoring process: at most one scoring process per worker, each that worker's child (a worker that the
+    kernel handed no RAG request starts none: its Monitor starts with its first record); no worker restarted."""
     port = free_port()
     if server == "uvicorn":
         arguments = [*UVICORN, "--port", str(port), "server_app:asgi_app"]
@@ -221,7 +222,8 @@ def test_under_groundtrace_run_only_the_workers_score_and_none_is_restarted(tmp_
     log, parents = each_request_its_own(arguments, env, tmp_path, port, launcher=True)
     workers = worker_pids(log, server)
     assert len(workers) == 2 and "died" not in log, log[-4000:]
-    assert parents == sorted(workers), (parents, workers, log[-4000:])
+    assert parents and len(parents) == len(set(parents)) and set(parents) <= set(workers), \
+        (parents, workers, log[-4000:])
 
 
 # --------------------------------------------------------------------------------- process pools
