@@ -31,8 +31,9 @@ def test_model_ships_inside_the_installed_package_and_loads_offline():
         assert packaged.joinpath(name).is_file(), name
     assert ONNX_FILE.stat().st_size <= 60 * 1024 * 1024
     card = json.loads(CARD_FILE.read_text(encoding="utf-8"))
-    assert 0.0 < card["threshold"] < 1.0
-    assert get_metric("grounding").threshold == card["threshold"]
+    assert 0.0 < card["threshold"] < 1.0 and 0.0 < card["claim_verdict"]["threshold"] < 1.0
+    assert get_metric("grounding").threshold == card["claim_verdict"]["threshold"]
+    assert get_metric("grounding_xe").threshold == get_metric("grounding", claims="xe").threshold == card["threshold"]
     scores = CrossEncoder().score("When?", ["The museum opens at 9 am."], "It opens at 9 am.")
     assert len(scores.p_unsupported) == len(scores.encoding) > 0
     assert all(0.0 <= p <= 1.0 for p in scores.p_unsupported)

@@ -34,10 +34,10 @@ def test_tokens_are_grouped_by_the_claim_they_belong_to():
 def test_the_metric_uses_the_aggregation_its_card_names(monkeypatch):
     record = Record(question="When is it open?", contexts=["The museum opens at 9 am and closes at 6 pm."],
                     answer="The museum opens at 9 am. It has a rooftop cinema on Fridays.", language="en")
-    by_max = get_metric("grounding").score(record)
+    by_max = get_metric("grounding_xe").score(record)
     card = {**grounding_module.model_card(), "aggregation": grounding_module.NOISY_OR, "span_threshold": 0.5}
     monkeypatch.setattr(grounding_module, "model_card", lambda: card)
-    by_claims = get_metric("grounding").score(record)
+    by_claims = get_metric("grounding_xe").score(record)
     assert by_max.ok and by_claims.ok
     claims = [c["p_unsupported"] for c in by_claims.details["claims"]]
     assert len(claims) == 2

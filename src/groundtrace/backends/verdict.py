@@ -169,7 +169,7 @@ class VerdictModel:
         if raw.get("format") != FORMAT:
             raise ValueError(f"format {raw.get('format')!r}, expected {FORMAT!r}")
         model = _linear(raw["model"])
-        components = [Component(c["metric"], dict(c.get("options") or {})) for c in raw["components"]]
+        components = [_component(c) for c in raw["components"]]
         if [c.metric for c in components] != model.features:
             raise ValueError("its components and its model's features differ")
         cascade = raw.get("cascade")
@@ -284,3 +284,10 @@ def _write_whole(path: Path, data: bytes) -> None:
 def _said(error: OSError) -> str:
     name = errno.errorcode.get(error.errno or 0)
     return f"{error.strerror or error}" + (f" ({name})" if name else "")
+
+
+def _component(raw: Mapping[str, Any]) -> Component:
+    options = dict(raw.get("options") or {})
+    if raw["metric"] == "grounding":  # a file that does not say was fitted before grounding-5, on the cross-encoder alone
+        options.setdefault("claims", "xe")
+    return Component(raw["metric"], options)

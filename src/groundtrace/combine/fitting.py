@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -380,7 +380,8 @@ def fit(h: np.ndarray, y: np.ndarray, language: Sequence[str | None], groups: Se
     if costly is not None:
         cascade, cascade_curve = fit_cascade(x, y, lang, fold, names, oof, threshold, costly, share, costly_options or {})
     verdict = VerdictModel(
-        components=[Component(name, dict(o)) for name, o in zip(names, options or [{} for _ in names], strict=True)],
+        components=[Component(name, _stated(name, o)) for name, o in zip(names, options or [{} for _ in names],
+                                                                          strict=True)],
         model=final, threshold=float(threshold), target=str(target), cascade=cascade,
         fitted={"records": int(len(y)), "labelled_1": int(y.sum()),
                 "languages": {lang_: int((lang == lang_).sum()) for lang_ in sorted(set(lang)) if lang_}},
@@ -460,3 +461,9 @@ def _logit(p: np.ndarray) -> np.ndarray:
 
 def _sigmoid(z: float) -> float:
     return 1.0 / (1.0 + math.exp(-z))
+
+
+def _stated(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """A component's options as the file keeps them: grounding's claim reading named, so that a file read later
+    scores with the reading it was fitted on (backends/verdict.py reads one that does not say as grounding-2.1's)."""
+    return {"claims": "verdict", **options} if name == "grounding" else dict(options)

@@ -15,6 +15,7 @@ _BUILTIN = {
     "lexical": "groundtrace.metrics.lexical:LexicalMetric",
     "facts": "groundtrace.metrics.facts:FactsMetric",
     "grounding": "groundtrace.metrics.grounding:GroundingMetric",
+    "grounding_xe": "groundtrace.metrics.grounding:GroundingXEMetric",  # grounding-2.1: the cross-encoder alone
     # several metrics' values in one calibrated probability, from a verdict file (groundtrace fit)
     "combined": "groundtrace.metrics.combined:CombinedMetric",
     # models of the Hugging Face Hub (the lettuce and transformers extras): groundtrace.backends.lettuce, .nli

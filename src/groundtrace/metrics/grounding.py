@@ -10,12 +10,18 @@ question and contexts together with the answer and gives every answer token P(un
                full reading needs at most 2 windows per answer chunk and the second beyond ("auto",
                the default: a pile of 20 retrieved passages costs about what 5 do)
     p_t      = P(token t unsupported), the minimum over the windows that read it
-    p_claim  = max of p_t over the claim's tokens that hold a letter or digit (or, where the model
+    xe_claim = max of p_t over the claim's tokens that hold a letter or digit (or, where the model
                card says "aggregation": "claims-top3-noisy-or", the mean of its top 3)
-    value    = max over the claims (or their noisy-OR)                  higher = more hallucinated
-    spans    = runs of tokens with p_t >= the span threshold (the card's, else the verdict's),
-               widened to whole words, and to each number, date, time or name of a flagged claim
-               that the contexts do not state (metrics/fact_spans.py; option fact_spans=false: not)
+    p_claim  = grounding-5's claim verdict (detector/claim_verdict.py): a calibrated logistic model over
+               xe_claim, the claim's facts against the contexts (a conflict, facts the contexts do not
+               state), the share of its content the contexts hold, a dropped condition or negation,
+               its length and place (detector/claim_features.py); option claims="xe": xe_claim alone
+               (grounding-2.1, also the metric `grounding_xe`)
+    value    = max over the claims                                      higher = more hallucinated
+    spans    = in each flagged claim: the facts in conflict with the contexts, runs of tokens with
+               p_t >= the cross-encoder's threshold widened to whole words, each number, date, time
+               or name the contexts do not state (metrics/fact_spans.py; option fact_spans=false:
+               not), else the claim itself
 
 The metric's class is light: the detector (numpy, the tokenizer, the cross-encoder) is imported with the first
 answer it scores (metrics/grounding_reading.py), so a process that only hands records to a scoring process (a
@@ -39,6 +45,7 @@ if TYPE_CHECKING:
 
 # the detector's folder (detector.crossencoder.MODEL_DIR), named without importing it
 CARD_FILE = Path(__file__).resolve().parent.parent / "detector" / "grounding.json"
+CLAIMS = ("verdict", "xe")  # grounding-5's claim verdict, or the cross-encoder alone (grounding-2.1)
 #: detector.reading.DEFAULT_EVIDENCE, named without importing the detector (a test keeps them equal)
 DEFAULT_EVIDENCE = "auto"
 # How a model's card says its token probabilities become claims and a value: "max" (grounding-2: the
@@ -49,6 +56,15 @@ NOISY_OR = "claims-top3-noisy-or"
 @lru_cache(maxsize=1)
 def model_card() -> dict:
     return json.loads(CARD_FILE.read_text(encoding="utf-8"))
+
+
+def xe_threshold() -> float:
+    """The cross-encoder's own threshold (grounding-2.1's verdict; the spans' token threshold)."""
+    return float(model_card()["threshold"])
+
+
+def verdict_threshold() -> float:
+    return float(model_card()["claim_verdict"]["threshold"])
 
 
 class GroundingMetric(Metric):
@@ -65,7 +81,7 @@ class GroundingMetric(Metric):
 
     @classmethod
     def documented_threshold(cls) -> float:
-        return float(model_card()["threshold"])
+        return verdict_threshold()
 
     @classmethod
     def numerics(cls) -> tuple[float, list[str]]:
@@ -79,7 +95,13 @@ class GroundingMetric(Metric):
         return list(model_card().get("trained_on", []))
 
     def __init__(self, *, threads: int = 1, model: CrossEncoder | None = None, evidence: str = DEFAULT_EVIDENCE,
-                 embedder: str | None = None, fact_spans: bool = True, **options: Any) -> None:
+                 embedder: str | None = None, fact_spans: bool = True, claims: str = "verdict",
+                 **options: Any) -> None:
+        if claims not in CLAIMS:
+            raise ValueError(f"grounding: claims must be one of {CLAIMS}, got {claims!r}")
+        self.claims = claims
+        if claims == "xe" and options.get("threshold") is None:  # the threshold its values were fitted with
+            options["threshold"] = xe_threshold()
         reading_options: dict[str, Any] = {}
         if options:  # a reading option names a field of detector.reading.Reading: only then is the detector needed now
             from groundtrace.detector.reading import Reading
@@ -123,6 +145,24 @@ class GroundingMetric(Metric):
 
         return score_answer(self, needed(record.answer), [c for c in needed(record.contexts) if c.strip()],
                             record.question, language)
+
+
+class GroundingXEMetric(GroundingMetric):
+    """grounding-2.1: the cross-encoder's claim probabilities alone (``grounding`` with claims="xe"), kept to
+    compare with and for verdict files fitted on it."""
+
+    name = "grounding_xe"
+    description = ("The offline cross-encoder alone (grounding-2.1): the highest P(unsupported) of the answer's "
+                   "claims, with the unsupported spans.")
+
+    @classmethod
+    def documented_threshold(cls) -> float:
+        return xe_threshold()
+
+    def __init__(self, **options: Any) -> None:
+        if options.setdefault("claims", "xe") != "xe":
+            raise ValueError("grounding_xe: is the cross-encoder alone; for the claim verdict use grounding")
+        super().__init__(**options)
 
 
 def _typed(default, value):

@@ -4,6 +4,7 @@ unsupported spans and the reason (see metrics/grounding.py, which imports this w
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,6 +24,28 @@ if TYPE_CHECKING:
 # the card is read through its module, where a test (or a caller) may put another in its place
 
 
+@dataclass(frozen=True)
+class ClaimsRead:
+    """The cross-encoder's reading of one answer: its claims and each claim's P(unsupported)."""
+
+    claims: list[Claim]
+    claim_p: list[float]
+    scores: TokenScores
+    words: np.ndarray
+    evidence: dict
+
+
+def read_claims(metric: GroundingMetric, answer: str, contexts: list[str], question: str | None, language: str,
+                claims: list[Claim]) -> ClaimsRead:
+    """The claims' P(unsupported) from the cross-encoder (training featurizes with this too)."""
+    scores, evidence = metric.reading.read(metric.model, question, contexts, answer, language, claims,
+                                           metric._embedder)
+    words = scores.encoding.word_tokens(answer)
+    noisy_or = grounding_module.model_card().get("aggregation") == grounding_module.NOISY_OR
+    claim_p = [_claim_probability(scores, c, words, noisy_or) for c in claims]
+    return ClaimsRead(claims, claim_p, scores, words, evidence)
+
+
 def score_answer(metric: GroundingMetric, answer: str, contexts: list[str], question: str | None,
                  language: str) -> Result:
     """The metric's value, spans and details for one answer (its contexts non-empty after stripping, or none)."""
@@ -33,11 +56,15 @@ def score_answer(metric: GroundingMetric, answer: str, contexts: list[str], ques
         spans = [Span(start=c.start, end=c.end, text=c.text, label="unsupported", score=1.0) for c in claims]
         return Result(1.0, "no contexts were retrieved, so nothing in the answer is supported", spans,
                       {"claims": [_claim_detail(c, 1.0) for c in claims]})
-    scores, evidence = metric.reading.read(metric.model, question, contexts, answer, language, claims,
-                                           metric._embedder)
-    words = scores.encoding.word_tokens(answer)
+    read = read_claims(metric, answer, contexts, question, language, claims)
+    if metric.claims == "verdict":
+        from groundtrace.metrics.grounding_verdict import verdict_result
+
+        # spans read token probabilities: their threshold is the cross-encoder's, whatever the verdict's
+        span_threshold = float(grounding_module.model_card().get("span_threshold", grounding_module.xe_threshold()))
+        return verdict_result(metric, answer, contexts, language, read, span_threshold)
+    claim_p, scores, words = read.claim_p, read.scores, read.words
     noisy_or = grounding_module.model_card().get("aggregation") == grounding_module.NOISY_OR
-    claim_p = [_claim_probability(scores, c, words, noisy_or) for c in claims]
     value = answer_probability(claim_p) if noisy_or else max(claim_p)
     # spans read token probabilities: a card measured with another aggregation fits their threshold apart
     span_threshold = float(grounding_module.model_card().get("span_threshold", metric.threshold))
@@ -56,8 +83,8 @@ def score_answer(metric: GroundingMetric, answer: str, contexts: list[str], ques
             "absent_facts": [{"text": f.text, "kind": f.kind, "start": f.start, "end": f.end} for f, _ in absent],
             "windows": scores.windows,
             "tokens": scores.tokens,
-            "evidence": evidence,
-            "model": grounding_module.model_card().get("version", "grounding"),
+            "evidence": read.evidence,
+            "model": grounding_module.model_card().get("xe_version", "grounding-2.1"),
         },
     )
 

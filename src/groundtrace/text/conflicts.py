@@ -240,9 +240,21 @@ def _computed(claim: Stated, ev: _Evidence, allowed: frozenset[str], sentence: s
 
 
 def _conflict(claim: Stated, ev: _Evidence, allowed: frozenset[str]) -> FactCheck | None:
-    if _computed(claim, ev, frozenset(RULES), cued=False) is not None:
-        return None  # "42 seats" where the evidence has 12 and 30: a total not said to be one, no conflict
-    best: tuple[tuple[int, int], FactCheck] | None = None
+    best = _closest_conflict(claim, ev, allowed)
+    if best is None:
+        return None
+    check, beside = best
+    if not beside and _computed(claim, ev, frozenset(RULES), cued=False) is not None:
+        # "42 seats" where the evidence has 12 and 30: a total not said to be one, no conflict; but where the words
+        # right beside both are the same ("造成3人死亡" against "造成1人死亡"), the evidence states another value
+        return None
+    return check
+
+
+def _closest_conflict(claim: Stated, ev: _Evidence, allowed: frozenset[str]) -> tuple[FactCheck, int] | None:
+    """The evidence fact nearest the claim's in words that states another value, and how many words right beside
+    both, other than what they count, they share."""
+    best: tuple[tuple[int, int], FactCheck, int] | None = None
     for i, group in enumerate(ev.sentences):
         for other in group:
             rule = _conflict_rule(claim, other)
@@ -253,8 +265,9 @@ def _conflict(claim: Stated, ev: _Evidence, allowed: frozenset[str]) -> FactChec
                 continue  # a bound is often a condition on something else ("strikes announced more than 7 days")
             score = (len(claim.close & other.close), shared)  # "built in 1970, opened in 1978": the nearer words decide
             if shared and (best is None or score > best[0]) and not _holds_elsewhere(claim, group):
-                best = (score, FactCheck(claim.fact, "conflict", rule, other.fact, i))
-    return best[1] if best else None
+                beside = len((claim.close & other.close) - claim.counts - other.counts)
+                best = (score, FactCheck(claim.fact, "conflict", rule, other.fact, i), beside)
+    return None if best is None else (best[1], best[2])
 
 
 def _holds_elsewhere(claim: Stated, group: tuple[Stated, ...]) -> bool:
