@@ -11,7 +11,8 @@ each claim picks, groundtrace/detector/evidence.py), measured in one run on one 
    caches (tokenized sentences, embeddings) are cleared before each record. ``--compare DIR`` measures
    a second model's files (grounding-xe.onnx, grounding-xe.spm, grounding-xe-normalizer.json, e.g. an
    earlier version from git) the same way in the same run, alternating with the shipped one, and
-   prints the ratio of records/s and of CPU per record.
+   prints the ratio of records/s and of CPU per record. ``--compare grounding-2.1`` measures the shipped
+   cross-encoder alone (claims="xe", without grounding-5's claim verdict) beside the shipped metric.
 2. The callback path: a `Monitor(["grounding"])` (its default isolation: a scoring child process
    per worker, the metric's default reading) with 1 and 2 workers; records/s from the first submit
    until every record is scored.
@@ -43,11 +44,14 @@ from groundtrace.metrics import get_metric
 from groundtrace.monitor import Monitor
 
 DEFAULT = Path(__file__).parents[1] / ".." / "shared" / "data" / "ragtruth_qa_dev.jsonl"
+XE_ALONE = "grounding-2.1"  # --compare's name for the cross-encoder alone, read by the shipped model
 
 
 def direct(rows: list[dict], threads: int, options: dict, model_dir: str | None = None) -> dict:
     model = None
-    if model_dir:
+    if model_dir == XE_ALONE:
+        options = {**options, "claims": "xe"}
+    elif model_dir:
         folder = Path(model_dir)
         model = CrossEncoder(folder / "grounding-xe.onnx", folder / "grounding-xe.spm",
                              folder / "grounding-xe-normalizer.json", threads=threads)
@@ -102,7 +106,8 @@ def main() -> None:
     parser.add_argument("-O", "--option", action="append", default=[], help="KEY=VALUE for evidence=select")
     parser.add_argument("--no-monitor", action="store_true")
     parser.add_argument("--pad", type=int, default=0, help="pad every record to this many passages (other sources')")
-    parser.add_argument("--compare", default=None, help="a folder with another model's files, measured beside the shipped one")
+    parser.add_argument("--compare", default=None, help="a folder with another model's files, measured beside the "
+                        f"shipped one; {XE_ALONE}: the cross-encoder alone")
     parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     every = [json.loads(line) for line in open(args.file, encoding="utf-8") if line.strip()]

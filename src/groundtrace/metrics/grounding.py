@@ -69,8 +69,8 @@ def verdict_threshold() -> float:
 
 class GroundingMetric(Metric):
     name = "grounding"
-    description = ("Trained offline cross-encoder: probability that the answer states something the contexts "
-                   "do not support, with the unsupported spans.")
+    description = ("Trained offline detector (a cross-encoder and a verdict per claim): probability that the answer "
+                   "states something the contexts do not support, with the unsupported spans.")
     requires = ("answer", "contexts")
     higher_is_better = False
     # The full reading reads every context window against every answer chunk (300,000 characters of

@@ -59,8 +59,6 @@ def _claim_spans(metric: GroundingMetric, answer: str, contexts: list[str], lang
         return []
     claims = [read.claims[i] for i in flagged]
     spans = _spans(answer, read.scores, span_threshold, claims, read.words)
-    spans = [s.model_copy(update={"score": round(max(s.score or 0.0, _p_at(s, read.claims, claim_p)), 4)})
-             for s in spans]
     wrong = [(_in_answer(check, read.claims[i]), claim_p[i]) for i in flagged for check in features[i].conflicts]
     spans = with_facts(answer, spans, wrong)
     if metric.fact_spans:
@@ -71,10 +69,6 @@ def _claim_spans(metric: GroundingMetric, answer: str, contexts: list[str], lang
             spans.append(Span(start=claim.start, end=claim.end, text=claim.text, label="unsupported",
                               score=round(claim_p[i], 4)))
     return sorted(spans, key=lambda s: s.start)
-
-
-def _p_at(span: Span, claims: list[Claim], claim_p: list[float]) -> float:
-    return max((p for c, p in zip(claims, claim_p, strict=True) if c.start <= span.start < c.end), default=0.0)
 
 
 def _in_answer(check: FactCheck, claim: Claim) -> Fact:
