@@ -157,3 +157,19 @@ def test_a_verdict_file_written_before_grounding_5_keeps_the_reading_it_was_fitt
     fitted = {**raw, "components": [{"metric": "grounding", "options": _stated("grounding", {})}]}
     assert VerdictModel.from_dict(fitted).components[0].options == {"claims": "verdict"}
     assert _stated("grounding", {"claims": "xe"}) == {"claims": "xe"} and _stated("lexical", {}) == {}
+
+
+def test_the_demos_planted_russian_price_is_caught_and_named():
+    from groundtrace_demo.data import corpus, questions
+
+    texts = {p.id: p.text for p in corpus()}
+    demo = {q.id: q for q in questions()}
+    price = demo["ru-2"]  # 2 450 рублей where the regulations say 1 450
+    score = get_metric("grounding").score(Record(question=price.question, answer=price.answer,
+                                                 contexts=[texts[s] for s in price.sources]))
+    assert score.hallucinated and "the contexts say 1 450 рублей; the answer says 2 450 рублей" in score.reason
+    assert any(s.text == "2 450 рублей" for s in score.spans)
+    faithful = [q for q in demo.values() if q.tag == "faithful"]
+    flagged = [q.id for q in faithful if get_metric("grounding").score(
+        Record(question=q.question, answer=q.answer, contexts=[texts[s] for s in q.sources])).hallucinated]
+    assert flagged == []
