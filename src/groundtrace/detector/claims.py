@@ -48,6 +48,9 @@ _META = re.compile(
 )
 
 
+_LIST_NUMBER = re.compile(r"\s*(?:\d{1,2}[.)]|[-*•])\s*")
+
+
 @dataclass(frozen=True)
 class Claim:
     text: str
@@ -78,8 +81,8 @@ def _strip_source_talk(answer: str, start: int, end: int) -> Claim | None:
     if cited and not text[cited.end():].strip(" .;,。"):
         end = start + cited.start()
         text = answer[start:end]
-    if not re.search(r"[^\W\d_]", text):  # a bare list number "1." is no claim
-        return None
+    if not re.search(r"[^\W\d_]", text) and (not re.search(r"\d", text) or _LIST_NUMBER.fullmatch(text)):
+        return None  # a bare list number "1." is no claim; a lone fact ("45", "€45", "7:00", "1879") is one
     return Claim(text, start, end)
 
 
