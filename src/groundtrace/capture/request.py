@@ -76,7 +76,9 @@ class ASGIMiddleware:
 
 class WSGIMiddleware:
     """Each request in a :func:`request_scope` until the server closes its response (a streamed body is read
-    after the application returns: the scope lasts until then)."""
+    after the application returns: the scope lasts until then). A body made by the server's ``wsgi.file_wrapper``
+    (Flask's ``send_file``) is returned as it is, only its ``close`` extended, so the server still sends it with
+    ``sendfile``."""
 
     def __init__(self, app: Callable[..., Any]) -> None:
         self.app = app
@@ -84,11 +86,31 @@ class WSGIMiddleware:
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         token = _begin()
         try:
-            body = self.app(environ, start_response)
+            body: Iterable[bytes] = self.app(environ, start_response)
         except BaseException:
             _end(token)
             raise
+        wrapper = environ.get("wsgi.file_wrapper")
+        if isinstance(wrapper, type) and isinstance(body, wrapper) and _end_on_close(body, token):
+            return body  # the server's own file wrapper, as it gave it: sent with sendfile only if it is one
         return _Closing(body, token)
+
+
+def _end_on_close(body: Any, token: Any) -> bool:
+    """The scope ends when the server closes ``body``, its iteration untouched (False: it takes no attribute)."""
+    def closing() -> None:
+        try:
+            if close is not None:
+                close()
+        finally:
+            _end(token)
+
+    try:
+        close = getattr(body, "close", None)
+        body.close = closing
+    except Exception:  # __slots__, a read-only close: the plain wrapper, without sendfile
+        return False
+    return True
 
 
 class _Closing:
