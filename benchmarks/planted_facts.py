@@ -51,7 +51,8 @@ def twins(language: str, limit: int, seed: int) -> tuple[list[dict], Counter]:
             if twin is None:
                 continue
             kinds[twin["meta"]["changed"]] += 1
-            out += [{**row, "language": language, "spans": [], "meta": {"source": name}}, twin]
+            out += [{**row, "language": language, "spans": [], "meta": {"source": name}},
+                    {**twin, "meta": {**twin["meta"], "source": name}}]
     return out, kinds
 
 
@@ -83,7 +84,7 @@ def _twin(row: dict, names: list[str], language: str, seed: int) -> dict | None:
         return None  # the change reads as a fact the contexts state: nothing planted
     start = claim.start + fact.start
     answer = row["answer"][:start] + new + row["answer"][claim.start + fact.end:]
-    return {"id": f"{row['id']}:planted", "language": language, "question": row.get("question"),
+    return {**row, "id": f"{row['id']}:planted", "language": language, "question": row.get("question"),
             "contexts": row["contexts"], "answer": answer, "label": 1,
             "spans": [{"start": start, "end": start + len(new), "text": new, "type": fact.kind}],
             "meta": {"pair": row["id"], "changed": fact.kind, "was": original}}
