@@ -17,18 +17,23 @@ TRACE_URL_HELP = ("A link per record to its trace: a URL template with {trace_id
 
 def is_review_labels(path: Path) -> bool:
     """Whether ``path`` is a `groundtrace review` labels file (JSON lines of decisions) rather than a
-    labelled file of records (JSONL, CSV or Parquet with a 0/1 ``label``): its first line tells."""
+    labelled file of records (JSONL, CSV or Parquet with a 0/1 ``label``): its first decision tells, within
+    its first lines (a torn or hand-edited first line is skipped by the labels reader, so it is here)."""
+    from itertools import islice
+
     from groundtrace.io.labels import CHOICES
 
     if path.suffix.lower() in (".csv", ".parquet", ".pq"):
         return False
     with open(path, encoding="utf-8", errors="replace") as lines:
-        first = next((line for line in lines if line.strip()), "")
-    try:
-        row = json.loads(first)
-    except ValueError:
-        return False
-    return isinstance(row, dict) and row.get("label") in CHOICES and "answer" not in row
+        for line in islice((line for line in lines if line.strip()), 100):
+            try:
+                row = json.loads(line)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(row, dict) and row.get("label") in CHOICES and "answer" not in row:
+                return True
+    return False
 
 
 def review_labels(path: Path) -> dict[str, Mapping[str, Any]]:

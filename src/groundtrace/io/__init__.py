@@ -49,6 +49,9 @@ def read_jsonl(path: str | Path) -> Iterator[dict[str, Any] | InvalidInput]:
             except json.JSONDecodeError as error:
                 yield InvalidInput(id=f"line-{number}", message=f"line {number} is not valid JSON ({error.msg})")
                 continue
+            except RecursionError:  # JSON nested past Python's stack ([[[... 100,000 deep): one bad line, not the file's
+                yield InvalidInput(id=f"line-{number}", message=f"line {number} is JSON nested too deeply to read")
+                continue
             if not isinstance(value, dict):
                 yield InvalidInput(id=f"line-{number}", message=f"line {number} is a JSON {type(value).__name__}, not an object")
                 continue
@@ -65,7 +68,7 @@ def is_scores_file(path: str | Path | None) -> bool:
             if raw.strip(_BLANK):
                 try:
                     row = json.loads(raw)
-                except ValueError:
+                except (ValueError, RecursionError):  # not a scores file's line: read as records, each line judged there
                     return False
                 return isinstance(row, dict) and scored_record_row(row) is not row
     return False

@@ -8,9 +8,10 @@ and a process killed mid-session leaves every confirmed decision on disk.
 
 The file is a log that heals. A write that fails part-way (a full disk) is cut back to where it began
 before the error is raised, so no fragment stays; a fragment left by a crash is ended with a newline
-by the next decision, never glued to it; and readers skip a line that is not JSON wherever it is,
-counting it and saying its line number once (a WARNING), never fatal. A file none of whose lines is a
-decision is not a labels file (LabelsFileError).
+by the next decision, never glued to it; and readers skip a line that is not a decision wherever it is
+(not JSON, JSON nested too deeply to read, or a hand edit: ``"label": "Unsupported"``, an id that is a
+list, a JSON array), counting it and saying its line number once (a WARNING, never its text), never fatal.
+A file none of whose lines is a decision is not a labels file (LabelsFileError).
 """
 
 from __future__ import annotations
@@ -107,32 +108,46 @@ def _cut_back(descriptor: int, began: int, written: int | None) -> None:
 
 
 def iter_decisions(path: str | Path, skipped: list[int] | None = None) -> Iterator[Decision]:
-    """Every decision in file order. A line that is not JSON (a fragment of a write a crash or a full disk cut
-    short) is skipped wherever it is and its number appended to ``skipped``; a JSON line that is not a
-    decision, or a file with fragments only, raises LabelsFileError (another kind of file)."""
+    """Every decision in file order. A line that is not one (a fragment of a write a crash or a full disk cut
+    short, JSON nested too deeply to read, a hand edit that left JSON but no decision) is skipped wherever it
+    is and its number appended to ``skipped``; a file with no decision at all raises LabelsFileError (another
+    kind of file)."""
     cut: list[int] = [] if skipped is None else skipped
     found = 0
+    first_json = 0  # the first skipped line that was JSON: what another kind of file is told by
     with open(path, encoding="utf-8", errors="replace") as lines:
         for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
                 row = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: [[[... nested past Python's stack
                 cut.append(number)
                 continue
+            decision = _decision(row)
+            if decision is None:  # one hand-edited line must not cost the reviewer the file
+                cut.append(number)
+                first_json = first_json or number
+                continue
             found += 1
-            yield _decision(row, path, number)
+            yield decision
     if cut and not found:
+        if first_json:
+            raise LabelsFileError(f"{path}:{first_json}: not a review decision (an id and a label of "
+                                  f"{', '.join(CHOICES)})")
         raise LabelsFileError(f"{path}: no line is a review decision (line {cut[0]} is not JSON)")
 
 
-def _decision(row: Any, path: str | Path, number: int) -> Decision:
-    if not isinstance(row, Mapping) or not isinstance(row.get("id"), (str, int)) or row.get("label") not in CHOICES:
-        raise LabelsFileError(f"{path}:{number}: not a review decision (an id and a label of "
-                              f"{', '.join(CHOICES)})")
-    return Decision(str(row["id"]), str(row["label"]), str(row.get("note") or ""), str(row.get("reviewer") or ""),
-                    str(row.get("at") or ""))
+def _decision(row: Any) -> Decision | None:
+    """The decision a parsed line holds; None where it holds none (the label's case matters: it is the file's
+    value, not a word)."""
+    if not isinstance(row, Mapping) or row.get("label") not in CHOICES:
+        return None
+    key, texts = row.get("id"), [row.get(name) for name in ("note", "reviewer", "at")]
+    if isinstance(key, bool) or not isinstance(key, (str, int)) or key == "" or \
+            not all(text is None or isinstance(text, str) for text in texts):
+        return None
+    return Decision(str(key), str(row["label"]), *(text or "" for text in texts))
 
 
 def read_decisions(path: str | Path) -> dict[str, Decision]:
@@ -160,7 +175,7 @@ def _say_skipped(path: Path, lines: list[int]) -> None:
     _said.add(key)
     shown = ", ".join(map(str, lines[:10])) + (f" and {len(lines) - 10} more" if len(lines) > 10 else "")
     log.warning("groundtrace: %s: skipped %d line(s) that are not whole decisions (line %s): a write cut short "
-                "by a crash or a full disk", path, len(lines), shown)
+                "by a crash or a full disk, or a hand edit", path, len(lines), shown)
 
 
 def read_labels(path: str | Path) -> dict[str, int]:

@@ -37,7 +37,7 @@ def _json_text(value: Any, kind: type) -> Any:
     if isinstance(value, str) and value.strip()[:1] in ("[", "{"):
         try:
             decoded = json.loads(value)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # text, as a cell that is not JSON is: one cell, not the run
             return value
         return decoded if isinstance(decoded, kind) else value
     return value

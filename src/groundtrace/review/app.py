@@ -226,6 +226,8 @@ def create_app(review: Review, *, host: str = "127.0.0.1", port: int = 0) -> Any
             return JSONResponse({"error": "no record with this id in the scores file"}, 404)
         except (ValueError, AttributeError) as error:
             return JSONResponse({"error": str(error)}, 400)
+        except RecursionError:  # a body of [[[... nested past Python's stack (64 KiB is enough)
+            return JSONResponse({"error": "the body is JSON nested too deeply to read"}, 400)
         except OSError as error:  # the labels file could not take it: the page must not say "saved"
             return JSONResponse({"error": f"the labels file did not take the decision: {error.strerror or error}"}, 507)
         decisions = review.decisions()
