@@ -134,19 +134,38 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 def _hook_pool_exit() -> None:
     """A worker of a multiprocessing (or Celery's billiard) pool ends with os._exit, after the pool runs its
-    finalizers: one of them closes this process's Monitors."""
+    finalizers: one of them closes this process's Monitors. A worker started by forkserver or spawn imports the
+    application (and builds its Monitors) before it is a worker, and becoming one clears the finalizers: there the
+    hook is put in place when the process starts its work (the library's after-fork callbacks run then)."""
     for name in ("multiprocessing", "billiard"):
         if name in _pool_hooks or name not in sys.modules:
             continue
         try:
             util = __import__(f"{name}.util", fromlist=["Finalize"])
             process = __import__(f"{name}.process", fromlist=["current_process"])
+            if name not in _start_hooks:  # where this process is not a worker yet, it may become one
+                util.register_after_fork(_START_ANCHOR, _on_worker_start)
+                _start_hooks.add(name)
             if process.current_process().name == "MainProcess":
                 continue  # not a pool's worker: atexit runs here
             util.Finalize(None, _close_all, exitpriority=100)
             _pool_hooks.add(name)
         except Exception as error:
             log.debug("groundtrace: no exit hook in the %s pool: %s", name, error)
+
+
+class _Anchor:
+    """What the after-fork callbacks are keyed by (the libraries hold them by a weak reference to it)."""
+
+
+_START_ANCHOR = _Anchor()
+_start_hooks: set[str] = set()  # the libraries told to call _on_worker_start when a process of theirs starts
+
+
+def _on_worker_start(_anchor: _Anchor) -> None:
+    if _live:  # the finalizers were just cleared: this process's Monitors get their exit hook again
+        _pool_hooks.clear()
+        _hook_pool_exit()
 
 
 def _after_fork_in_child() -> None:
