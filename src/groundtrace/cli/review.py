@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 from pathlib import Path
 from typing import Annotated, Optional
@@ -14,7 +15,7 @@ from groundtrace.cli.common import NO_RECORDS_WHY, console, shown, store_or
 def review_command(
     scores: Annotated[Optional[Path], typer.Argument(help="A scores file (`groundtrace score -o`, or the default store). Default: the default store (GROUNDTRACE_JSONL_PATH, else ./groundtrace-scores.jsonl).")] = None,
     labels: Annotated[Optional[Path], typer.Option("--labels", "-l", help="The labels file decisions are appended to (one JSON line each; reopening resumes). Default: SCORES with .labels.jsonl.")] = None,
-    host: Annotated[str, typer.Option(help="Where to serve: loopback unless you mean otherwise.")] = "127.0.0.1",
+    host: Annotated[str, typer.Option(help="Where to serve: loopback unless you mean otherwise (another address, such as 0.0.0.0: the page opens only from the URL with its token printed at start).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="The port (0: any free one).")] = 8765,
     trace_url: Annotated[Optional[str], typer.Option(help="A link per record to its trace: a URL with {trace_id}, {span_id}, {run_id}, {session_id} or {id} (env GROUNDTRACE_TRACE_URL).")] = None,
     reviewer: Annotated[str, typer.Option(help="Your name, written with each decision.")] = "",
@@ -28,7 +29,7 @@ def review_command(
     from groundtrace.config import trace_url as trace_url_from_env
     from groundtrace.io import read_scored
     from groundtrace.report.trace_links import check_template
-    from groundtrace.review.app import Review, create_app
+    from groundtrace.review.app import Review, create_app, exposed
 
     template = trace_url or trace_url_from_env()
     if template is not None:
@@ -63,10 +64,13 @@ def review_command(
     labels_path = labels or labels_path_for(Path(path))
     review = Review(rows, labels_path, source=str(path), trace_url=template, reviewer=reviewer)
     listening = _bind(host, port)  # bound here: a busy port is said plainly, and --port 0 gets its number
-    port = listening.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(review, host=host, port=port), host=host, port=port,
-                                           log_level="warning"))
-    url = f"http://{host}:{port}/"
+    address, port = listening.getsockname()[:2]
+    remote = exposed(address)  # the address bound, not the name given: a name for this machine's LAN address is remote
+    app = create_app(review, host=host, port=port, remote=remote)  # remote: one WARNING that the answers are exposed
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+    # beyond loopback the page is served only with its token: the URL to open carries it (a wildcard: by this machine's name)
+    shown_host = socket.gethostname() if remote and ipaddress.ip_address(address).is_unspecified else host
+    url = f"http://{shown_host}:{port}/" + (f"?token={app.state.token}" if remote else "")
     console.print(f"reviewing {len(rows)} answers of {path} at {url}; decisions go to {labels_path}. Ctrl+C stops.",
                   soft_wrap=True)
     if open_browser:

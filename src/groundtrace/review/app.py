@@ -6,13 +6,17 @@ flagged spans and the passages each flagged claim was checked against (review/ev
 progress toward a fit, and a fit run on what is labelled. Requests must come from the page itself:
 the Host must be the address it serves on (no DNS rebinding), and every call carries the page's
 token in a header, which another site's page cannot set (no cross-site writes to the labels file).
+Served beyond loopback (``--host 0.0.0.0``), the page holds that token, so it is served only to a browser that
+already has it: from the URL ``groundtrace review`` prints (``/?token=...``), then from a cookie it sets.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import secrets
+import socket
 import subprocess
 import sys
 import tempfile
@@ -25,7 +29,10 @@ from groundtrace.review.evidence import checked_claims
 from groundtrace.report.trace_links import check_template, trace_link
 from groundtrace.io.labels import CHOICES, Decision, append, decide, read_decisions, read_labels
 from groundtrace.review.queue import Filters, Item, item_of, progress, queue
+from groundtrace.redaction import get_logger
 from groundtrace.score import Score, ScoredRecord
+
+log = get_logger("groundtrace.review")
 
 TOKEN_HEADER = "X-Groundtrace-Token"
 FIT_TIMEOUT_S = 600
@@ -150,17 +157,50 @@ def _score_json(score: Score) -> dict[str, Any]:
             "spans": [{"start": s.start, "end": s.end, "label": s.label} for s in score.spans]}
 
 
-def create_app(review: Review, *, host: str = "127.0.0.1", port: int = 0) -> Any:
-    """The Starlette app over ``review``. ``host``/``port``: where it serves (the Host header checked)."""
+def exposed(host: str) -> bool:
+    """Whether an app bound to ``host`` is reachable from other machines: any address but loopback (0.0.0.0 is
+    every interface). A name is read as its first address; one that resolves nowhere cannot be bound."""
+    if host.strip("[]").lower() == "localhost":
+        return False
+    try:
+        return not ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:
+        return not ipaddress.ip_address(socket.getaddrinfo(host, None)[0][4][0]).is_loopback
+    except (OSError, IndexError, ValueError):
+        return False
+
+
+def machine_names() -> set[str]:
+    """The names a colleague may reach this machine by: its name, its full name, and the addresses that name
+    resolves to (the bind address itself is accepted as well; a wildcard is no name a browser sends)."""
+    names = {socket.gethostname(), socket.getfqdn()}
+    try:
+        names |= {str(info[4][0]) for info in socket.getaddrinfo(socket.gethostname(), None)}
+    except OSError:
+        pass
+    return {name for name in names if name}
+
+
+def create_app(review: Review, *, host: str = "127.0.0.1", port: int = 0, remote: bool | None = None) -> Any:
+    """The Starlette app over ``review``. ``host``/``port``: where it serves (the Host header checked).
+    ``remote`` (default: whether ``host`` is reachable from other machines): the page and the rates page then
+    need the token too, from ``/?token=`` (``app.state.token``) or the cookie that request sets; one WARNING says so."""
     from jinja2 import Environment, PackageLoader, select_autoescape
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
     from starlette.middleware.trustedhost import TrustedHostMiddleware
     from starlette.requests import Request
-    from starlette.responses import HTMLResponse, JSONResponse, Response
+    from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
     from starlette.routing import Route
 
     token = secrets.token_urlsafe(24)
+    remote = exposed(host) if remote is None else remote
+    cookie = f"groundtrace-review-{port}"  # a cookie is per host, not per port: two reviews keep theirs apart
+    if remote:
+        log.warning("groundtrace review serves on %s:%s, reachable from the network: the review page and the "
+                    "answers and contexts it shows are open to anyone who has its token URL", host, port)
     templates = Environment(loader=PackageLoader("groundtrace.review", "templates"),
                             autoescape=select_autoescape(default=True, default_for_string=True))
 
@@ -178,22 +218,44 @@ def create_app(review: Review, *, host: str = "127.0.0.1", port: int = 0) -> Any
     def denied() -> Response:
         return JSONResponse({"error": "this API answers the review page only (missing or wrong token)"}, 403)
 
+    def let_in(request: Request) -> Response | None:
+        """Beyond loopback, the pages (which hold the token) only for a browser that has it already: in the URL
+        printed at start, then in the cookie set from it. None: served."""
+        if not remote:
+            return None
+        given = request.query_params.get("token") or request.cookies.get(cookie)
+        if given is not None and secrets.compare_digest(given.encode(), token.encode()):  # bytes: any text compares
+            return None
+        said = "a wrong token" if given else "no token"
+        return PlainTextResponse(f"{said}: open the URL printed by `groundtrace review` (http://...:{port}/?token=...)\n",
+                                 403 if given else 401, headers=headers)
+
+    def served(request: Request, html: str) -> Response:
+        response = HTMLResponse(html, headers=headers)
+        if remote and "token" in request.query_params:  # HttpOnly: no script reads it; Strict: no other site sends it
+            response.set_cookie(cookie, token, httponly=True, samesite="strict", path="/")
+        return response
+
     async def page(request: Request) -> Response:
+        if (refused := let_in(request)) is not None:
+            return refused
         html = templates.get_template("review.html.j2").render(
             token=token, source=review.source, labels=str(review.labels_path), choices=CHOICES,
             metrics=sorted({score.metric for row in review.rows for score in row.scores}),
             progress=progress(review.decisions(), review.by_id).sentence())
-        return HTMLResponse(html, headers=headers)
+        return served(request, html)
 
     async def views(request: Request) -> Response:
         """The views the report shares (threshold sliders with their confusion cells, breakdowns), over the
         labels decided so far: a reload shows the latest."""
         from groundtrace.report.views import views_html
 
+        if (refused := let_in(request)) is not None:
+            return refused
         html = templates.get_template("rates.html.j2").render(
             views=views_html(review.rows, review.labels(), trace_url=review.trace_url),
             ids=[item.id for item in review.items], progress=progress(review.decisions(), review.by_id).sentence())
-        return HTMLResponse(html, headers=headers)
+        return served(request, html)
 
     async def queue_api(request: Request) -> Response:
         if not authorised(request):
@@ -238,12 +300,17 @@ def create_app(review: Review, *, host: str = "127.0.0.1", port: int = 0) -> Any
             return denied()
         return JSONResponse(review.fit())
 
-    hosts = {host, f"{host}:{port}", "localhost", f"localhost:{port}", "127.0.0.1", f"127.0.0.1:{port}"}
-    return Starlette(
+    names = {host, "localhost", "127.0.0.1"}
+    if remote:  # a colleague comes by the machine's name or address; the token, not the Host, keeps others out
+        names |= machine_names()
+    hosts = names | {f"{name}:{port}" for name in names}
+    app = Starlette(
         routes=[Route("/", page), Route("/views", views), Route("/api/queue", queue_api), Route("/api/record", record_api),
                 Route("/api/label", label_api, methods=["POST"]), Route("/api/fit", fit_api, methods=["POST"])],
         middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=sorted(hosts))],
     )
+    app.state.token = token
+    return app
 
 
-__all__ = ["Review", "create_app"]
+__all__ = ["Review", "create_app", "exposed"]
