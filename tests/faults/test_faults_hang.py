@@ -158,3 +158,48 @@ def test_the_scoring_process_says_every_loss_on_a_read_only_mount_before_it_stop
     first = re.findall(r"sink jsonl failed: record r\d+: OSError: \[Errno 30\] Read-only file system", ended.stderr)
     more = [int(n) for n in re.findall(r"sink jsonl failed: (\d+) more", ended.stderr)]
     assert len(first) == 1 and 1 + sum(more) == 60, ended.stderr
+
+
+def test_at_exit_a_sink_that_makes_no_progress_is_not_waited_for_the_whole_exit_bound(tmp_path):
+    """Issue 54, row 16: the default exit bound is 60 s; before, the process lived 60 s (and 10 s of close) after
+    its main ended, though nothing progressed. The subprocess's own timeout only detects that."""
+    script = tmp_path / "app.py"
+    script.write_text(STUCK_CLIENT, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "GROUNDTRACE_EXIT_FLUSH_S"}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    ended = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=45)
+    assert ended.returncode == 0 and "the app is done" in ended.stdout
+    assert "at exit: sink(s) stuck made no progress for 3 s" in ended.stderr, ended.stderr
+    assert "sink stuck: 1 record(s) not delivered when the Monitor closed" in ended.stderr, ended.stderr
+
+
+SLOW_BUT_MOVING = textwrap.dedent("""
+    import sys, time
+    from groundtrace.monitor import Monitor
+    from groundtrace.record import Record
+
+    class Slow:
+        '''Each emit takes a second: slower than the stall bound in all, never stalled in one.'''
+        name = "slow"
+
+        def emit(self, record, scores):
+            time.sleep(1.0)
+            with open(sys.argv[1], "a", encoding="utf-8") as out:
+                out.write(record.id + "\\n")
+
+    monitor = Monitor(["lexical"], [Slow()], isolation="thread")
+    for i in range(6):
+        monitor.submit(Record(id=f"r{i}", question="q?", contexts=["The museum opens at 9 am."], answer="At 9 am."))
+""")
+
+
+def test_at_exit_a_slow_sink_that_makes_progress_delivers_everything(tmp_path):
+    script, out = tmp_path / "app.py", tmp_path / "delivered.txt"
+    script.write_text(SLOW_BUT_MOVING, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "GROUNDTRACE_EXIT_FLUSH_S"}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    ended = subprocess.run([sys.executable, str(script), str(out)], capture_output=True, text=True, env=env,
+                           timeout=120)
+    assert ended.returncode == 0, ended.stderr
+    assert out.read_text(encoding="utf-8").split() == [f"r{i}" for i in range(6)], ended.stderr
+    assert "made no progress" not in ended.stderr

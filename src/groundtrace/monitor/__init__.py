@@ -40,6 +40,9 @@ from groundtrace.scoring.process import ScoringSetup
 from groundtrace.sinks import close_sinks, flush_sinks, out_of_process
 from groundtrace.sinks.default_store import live_sinks, summary, unrecorded
 from groundtrace.sinks.lanes import Lanes
+
+#: the seconds a sink found stalled at close (its emit never returned) gets for its close() (otherwise 10 s)
+STALLED_CLOSE_S = 2.0
 from groundtrace.telemetry import build_telemetry
 
 log = get_logger("groundtrace.monitor")
@@ -393,8 +396,9 @@ class Monitor(Workers):
             pass
 
     # ------------------------------------------------------------------------------- lifecycle
-    def flush(self, timeout: float | None = None) -> bool:
-        """Wait until every queued record is settled; False if ``timeout`` ran out first."""
+    def flush(self, timeout: float | None = None, *, stall_s: float | None = None) -> bool:
+        """Wait until every queued record is settled; False if ``timeout`` ran out first (or, with ``stall_s``,
+        once a sink's emit has run that long without returning: its lane makes no progress)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._idle:
             while self._in_flight:
@@ -402,16 +406,17 @@ class Monitor(Workers):
                 if remaining is not None and remaining <= 0:
                     return False
                 self._idle.wait(remaining)
-        if not self._lanes.wait(None if deadline is None else deadline - time.monotonic()):
+        if not self._lanes.wait(None if deadline is None else deadline - time.monotonic(), stall_s):
             return False  # a sink is still delivering
         for problem in flush_sinks(self.sinks):
             log.warning("groundtrace: %s", problem)
         return True
 
-    def close(self, timeout: float | None = 10.0) -> None:
+    def close(self, timeout: float | None = 10.0, *, stall_s: float | None = None) -> None:
         """Flush, then stop the workers and the sinks. Safe to call twice. What ``timeout`` leaves
         unsettled is dropped (and counted): what waits in the queue, and what a scoring process still
-        holds (it is killed); a record a thread worker holds is still settled when its metric returns."""
+        holds (it is killed); a record a thread worker holds is still settled when its metric returns.
+        ``stall_s`` (the exit's): stop waiting for a sink whose emit has run that long without returning."""
         with self._lock:
             closing = self._closed
             self._closed = True
@@ -419,15 +424,20 @@ class Monitor(Workers):
             self._close_done.wait(timeout)
             return
         try:
-            self._close(timeout)
+            self._close(timeout, stall_s)
         finally:
             self._close_done.set()
 
-    def _close(self, timeout: float | None) -> None:
+    def _close(self, timeout: float | None, stall_s: float | None = None) -> None:
         started = time.monotonic()
         dropped_before = self._stats.dropped
-        if not self.flush(timeout):
+        if not self.flush(timeout, stall_s=stall_s):
             self._abandon = True
+        stalled = self._lanes.stalled(stall_s)
+        if stalled:
+            log.warning("groundtrace: at exit: sink(s) %s made no progress for %.0f s (an emit() that does not "
+                        "return): stopped waiting for them, %.1f s into the %.0f s the exit allows", ", ".join(stalled),
+                        stall_s, time.monotonic() - started, timeout or 0.0)
         self._drop_queued()
         self._queue.extend(STOP for _ in self._workers)
         self._wake.set()
@@ -443,11 +453,12 @@ class Monitor(Workers):
                         "time", lost + in_flight, time.monotonic() - started, lost,
                         f", {in_flight} still being scored" if in_flight else "")
         # what a sink has not delivered by now is counted as its errors; nothing is emitted after close returns
-        self._lanes.close(max(0.0, (10.0 if timeout is None else timeout) - (time.monotonic() - started)))
+        self._lanes.close(max(0.0, (10.0 if timeout is None else timeout) - (time.monotonic() - started)), stall_s)
         self._metric_pool.shutdown(wait=False, cancel_futures=True)
         if self.telemetry is not None:
             self.telemetry.close()
-        for problem in close_sinks(self.sinks):
+        # a sink stalled in its emit is likely to stall in its close too: it gets a short while, not the usual 10 s
+        for problem in close_sinks(self.sinks, **({"timeout_s": STALLED_CLOSE_S} if stalled else {})):
             log.warning("groundtrace: %s", problem)
         stats = self.stats
         log.info("groundtrace: monitor closed: %s", stats.as_dict())

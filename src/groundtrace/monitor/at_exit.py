@@ -34,6 +34,8 @@ log = get_logger("groundtrace.monitor")
 #: how long (at most) the Monitors get to settle what they hold when the process exits or is sent SIGTERM,
 #: unless GROUNDTRACE_EXIT_FLUSH_S or Monitor(exit_flush_s=) says otherwise
 EXIT_FLUSH_S = DEFAULT_EXIT_FLUSH_S
+#: at exit, a sink whose emit() has run this long without returning is not waited for (nothing progresses)
+EXIT_STALL_S = 3.0
 
 _live: weakref.WeakSet[Any] = weakref.WeakSet()  # those to close at exit
 _built: weakref.WeakSet[Any] = weakref.WeakSet()  # every Monitor, to start anew in a forked child
@@ -86,8 +88,8 @@ def _close_all() -> None:
 
 
 def _close_one(monitor: Any) -> None:
-    try:
-        monitor.close(timeout=_exit_bound(monitor))
+    try:  # the exit waits while the sinks deliver, not for one whose emit() never returns
+        monitor.close(timeout=_exit_bound(monitor), stall_s=EXIT_STALL_S)
     except Exception:
         pass
 

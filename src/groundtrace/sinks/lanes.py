@@ -70,8 +70,9 @@ class Lane:
         with self._ready:
             return len(self._items) + (self._busy_since is not None)
 
-    def wait(self, deadline: float) -> bool:
+    def wait(self, deadline: float, stall_s: float | None = None) -> bool:
         """Wait until everything queued was emitted, or ``deadline`` (time.monotonic()); True when it was.
+        With ``stall_s``, also stop once one emit has run that long without returning: nothing progresses.
         Says once if the emit in progress has run over ``timeout_s``."""
         while True:
             with self._ready:
@@ -79,7 +80,7 @@ class Lane:
                     return True
                 busy = self._busy_since
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                if remaining <= 0 or self.stalled(stall_s):
                     return False
                 self._ready.wait(min(remaining, 0.1))
             if busy is not None and time.monotonic() - busy > self.timeout_s and not self._said_slow:
@@ -87,10 +88,15 @@ class Lane:
                 log.warning("groundtrace: sink %s: one emit() has run for over %.0f s; the other sinks go on, and "
                             "what it has not delivered at close is counted in sink_errors", self.name, self.timeout_s)
 
-    def close(self, deadline: float) -> int:
-        """Deliver what is queued until ``deadline``, then stop: what is left is counted (returned) and said;
-        nothing is emitted after this returns."""
-        self.wait(deadline)
+    def stalled(self, stall_s: float | None) -> bool:
+        """Has the emit in progress run ``stall_s`` without returning?"""
+        busy = self._busy_since
+        return stall_s is not None and busy is not None and time.monotonic() - busy > stall_s
+
+    def close(self, deadline: float, stall_s: float | None = None) -> int:
+        """Deliver what is queued until ``deadline`` (or until an emit has stalled ``stall_s``), then stop: what is
+        left is counted (returned) and said; nothing is emitted after this returns."""
+        self.wait(deadline, stall_s)
         with self._ready:
             self._closed = True
             left, running = len(self._items), self._busy_since is not None
@@ -166,11 +172,15 @@ class Lanes:
     def pending(self) -> int:
         return sum(lane.pending() for lane in list(self._lanes.values()))
 
-    def wait(self, timeout: float | None) -> bool:
+    def wait(self, timeout: float | None, stall_s: float | None = None) -> bool:
         deadline = time.monotonic() + (1e9 if timeout is None else timeout)
-        return all([lane.wait(deadline) for lane in list(self._lanes.values())])
+        return all([lane.wait(deadline, stall_s) for lane in list(self._lanes.values())])
 
-    def close(self, timeout: float) -> int:
+    def stalled(self, stall_s: float | None) -> list[str]:
+        """The sinks whose emit in progress has run ``stall_s`` without returning."""
+        return [lane.name for lane in list(self._lanes.values()) if lane.stalled(stall_s)]
+
+    def close(self, timeout: float, stall_s: float | None = None) -> int:
         """Close every lane within ``timeout`` in all; the records left undelivered (counted as sink errors)."""
         deadline = time.monotonic() + max(0.0, timeout)
-        return sum(lane.close(deadline) for lane in list(self._lanes.values()))
+        return sum(lane.close(deadline, stall_s) for lane in list(self._lanes.values()))
