@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from groundtrace.errors import install_hint
 from typer.testing import CliRunner
 
 from groundtrace.cli import app
@@ -31,7 +33,7 @@ def test_fit_without_its_extra_stops_before_scoring(labelled: Path, tmp_path: Pa
     assert result.exit_code == 2, result.output
     said = " ".join(result.stderr.split())
     assert said.startswith("error: groundtrace fit needs optional dependencies that are not installed (sklearn): "
-                           "pip install 'groundtrace[fit]'"), said
+                           + install_hint("fit")), said
     assert "2/2" not in said  # no progress bar: nothing was scored
     assert not (tmp_path / "v.json").exists()
 
@@ -50,4 +52,4 @@ def test_engine_ray_without_its_extra_stops_before_reading(tmp_path: Path, monke
     assert result.exit_code == 2, result.output
     said = " ".join(result.stderr.split())
     assert said.startswith("error: --engine ray needs optional dependencies that are not installed (ray): "
-                           "pip install 'groundtrace[ray]'"), said
+                           + install_hint("ray")), said

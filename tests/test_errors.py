@@ -12,6 +12,7 @@ import groundtrace
 from groundtrace import ConfigError, GroundtraceError, MissingExtraError, VerdictFileError
 from groundtrace.backends.verdict import VerdictModel
 from groundtrace.config import Settings
+from groundtrace.errors import install_hint
 from groundtrace.privacy import load_mask
 
 
@@ -64,7 +65,7 @@ def test_a_missing_extra_is_caught_as_either_base_and_survives_a_process_boundar
         with pytest.raises(base) as caught:
             groundtrace.score_frame(object(), metrics=["lexical"])  # type: ignore[arg-type]
         assert type(caught.value) is MissingExtraError
-        assert "pip install 'groundtrace[pandas]'" in str(caught.value)
+        assert install_hint("pandas") in str(caught.value)
     copy = pickle.loads(pickle.dumps(caught.value))  # the scoring processes send errors back pickled
     assert type(copy) is MissingExtraError and str(copy) == str(caught.value)
 
@@ -80,3 +81,25 @@ def test_the_other_errors_raised_on_purpose_share_the_base_and_keep_theirs() -> 
     for error, builtin in ((LayoutError, ValueError), (InvalidRecord, ValueError), (LabelsFileError, ValueError),
                            (SourceError, RuntimeError), (JudgeError, RuntimeError), (CircuitOpen, RuntimeError)):
         assert issubclass(error, GroundtraceError) and issubclass(error, builtin), error
+
+
+@pytest.mark.parametrize("direct_url, hint", [
+    (None, "pip install 'groundtrace[fit]'"),  # from the package index: pip writes no direct_url.json
+    ('{"url": "file:///home/you/groundtrace", "dir_info": {"editable": true}}', "pip install -e '/home/you/groundtrace[fit]'"),
+    ('{"url": "file:///srv/my%20wheels/groundtrace", "dir_info": {}}', "pip install '/srv/my wheels/groundtrace[fit]'"),
+    ('{"url": "https://example.org/groundtrace-1.0.tar.gz", "archive_info": {}}', "pip install 'groundtrace[fit]'"),
+])
+def test_the_missing_extra_hint_fits_the_installation(monkeypatch, direct_url, hint) -> None:
+    from importlib import metadata
+
+    from groundtrace.errors import install_hint, missing_extra
+
+    class Installed:
+        def read_text(self, name):
+            return direct_url if name == "direct_url.json" else None
+
+    monkeypatch.setattr(metadata, "distribution", lambda name: Installed())
+    assert install_hint("fit") == hint
+    assert str(missing_extra("fit", "groundtrace fit", ImportError("no", name="sklearn"))) == (
+        f"groundtrace fit needs optional dependencies that are not installed (sklearn): {hint}")
+

@@ -38,10 +38,27 @@ class HubUnreachableError(ModelUnavailableError):
 def missing_extra(extra: str, what: str, error: ImportError) -> MissingExtraError:
     """The MissingExtraError for ``what`` when importing one of its dependencies failed with ``error``."""
     return MissingExtraError(
-        f"{what} needs optional dependencies that are not installed ({error.name or error}): "
-        f"pip install 'groundtrace[{extra}]' (in a clone of the repository: pip install -e './groundtrace[{extra}]')"
-    )
+        f"{what} needs optional dependencies that are not installed ({error.name or error}): {install_hint(extra)}")
+
+
+def install_hint(extra: str) -> str:
+    """The command that installs ``extra`` into this installation: from its folder where groundtrace is installed
+    from one (pip's direct_url.json: an editable or a local install), else from the package index."""
+    import json
+    import shlex
+    from importlib import metadata
+    from urllib.parse import unquote, urlparse
+
+    try:
+        direct = json.loads(metadata.distribution("groundtrace").read_text("direct_url.json") or "{}")
+    except Exception:  # not installed (a source tree on sys.path), or metadata pip did not write
+        direct = {}
+    url = urlparse(str(direct.get("url", "")))
+    if url.scheme == "file" and url.path:
+        editable = "-e " if direct.get("dir_info", {}).get("editable") else ""
+        return f"pip install {editable}{shlex.quote(f'{unquote(url.path)}[{extra}]')}"
+    return f"pip install 'groundtrace[{extra}]'"
 
 
 __all__ = ["ConfigError", "GroundtraceError", "HubUnreachableError", "MissingExtraError", "ModelUnavailableError",
-           "missing_extra"]
+           "install_hint", "missing_extra"]
