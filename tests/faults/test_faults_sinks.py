@@ -11,6 +11,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from groundtrace.config import Settings
+from groundtrace.io import read_scored
 from groundtrace.monitor import Monitor
 from groundtrace.record import Record
 from groundtrace.score import ScoredRecord
@@ -205,3 +207,87 @@ def test_what_a_jsonl_sink_writes_is_whole_lines_read_back_as_scored_records(tmp
     assert ScoredRecord.model_validate_json(row).record.id == "r0"
     with pytest.raises(RuntimeError, match="is closed"):
         sink.emit(scored, [])
+
+
+# a writer process: appends lines of 0.3 to 3 KiB through the real JsonlSink until told to stop, and prints the id
+# of each line emit() returned for (acknowledged: the caller was told it is written)
+_WRITER = """
+import sys
+from pathlib import Path
+from groundtrace.record import Record
+from groundtrace.sinks.jsonl import JsonlSink
+
+who, path, go = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+sink = JsonlSink(path)
+(go.parent / f"ready-{who}").touch()
+while not go.exists():  # both start together: the race is the point
+    pass
+for i in range(3000):
+    answer = "It opens at 9 am. " * (16 + (i * 37) % 160)
+    line = Record(id=f"{who}-{i}", question="When does the museum open?", contexts=["9 am"], answer=answer)
+    try:
+        sink.emit(line, [])
+    except OSError:
+        continue
+    print(line.id, flush=True)
+sink.close()
+"""
+
+
+def test_two_writers_on_a_full_disk_cut_back_only_their_own_bytes(tmp_path):
+    where = tmp_path / "disk"
+    where.mkdir()
+    # 256 KiB: a few hundred lines fill it, and each writer goes on at the full disk's edge for a thousand more
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(where)], capture_output=True)
+    if os.geteuid() != 0 or mounted.returncode != 0:
+        pytest.skip(f"two writers filling a real disk need a 256 KiB tmpfs, and mount needs root: "
+                    f"{mounted.stderr.decode(errors='replace').strip() or 'not root'}")
+    try:
+        path, go = where / "scores.jsonl", tmp_path / "go"
+        writers = [subprocess.Popen([sys.executable, "-c", _WRITER, who, str(path), str(go)], stdout=subprocess.PIPE,
+                                    text=True) for who in ("a", "b")]
+        deadline = time.monotonic() + 60
+        while not all((tmp_path / f"ready-{who}").exists() for who in "ab") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        go.touch()
+        acknowledged = [line.strip() for writer in writers for line in writer.communicate(timeout=120)[0].split()]
+        assert [writer.returncode for writer in writers] == [0, 0]
+        data = path.read_bytes()
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+    assert b"\0" not in data  # no cut-back ever made the file longer than it was
+    assert data.endswith(b"\n")  # no torn last line
+    skipped: list[str] = []
+    (tmp_path / "read.jsonl").write_bytes(data)  # read off the disk, as report and review read it
+    found = [row.record.id for row in read_scored(tmp_path / "read.jsonl", skipped)]
+    assert skipped == []  # no fragment, glued or alone
+    assert sorted(found) == sorted(acknowledged)  # each acknowledged line whole, once; nothing else
+    assert 100 < len(acknowledged) < 6000  # the disk did fill, both wrote
+
+
+def test_a_torn_write_another_writer_appended_after_is_blanked_in_place_not_cut(tmp_path, monkeypatch):
+    # a writer that takes no lock (another program) appends right after this writer's partial bytes: truncating
+    # would cut its line and a fragment left would glue onto it, so the partial bytes become a blank line
+    path = tmp_path / "scores.jsonl"
+    sink = JsonlSink(path)
+    sink.emit(record(0), [])
+    foreign = b'{"id": "theirs"}\n'
+    real_write = os.write
+
+    def full_disk_then_another(fd, data):
+        if fd != sink._fd:
+            return real_write(fd, data)
+        taken = real_write(fd, data[:100])  # the disk took 100 bytes
+        other = os.open(path, os.O_WRONLY | os.O_APPEND)
+        real_write(other, foreign)
+        os.close(other)
+        return taken
+
+    monkeypatch.setattr(os, "write", full_disk_then_another)
+    with pytest.raises(OSError, match="No space left on device"):
+        sink.emit(record(1), [])
+    monkeypatch.undo()
+    sink.emit(record(2), [])
+    sink.close()
+    first, blank, theirs, last = path.read_bytes().splitlines(keepends=True)
+    assert (json.loads(first)["id"], blank, theirs, json.loads(last)["id"]) == ("r0", b" " * 99 + b"\n", foreign, "r2")

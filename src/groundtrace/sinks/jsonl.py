@@ -8,13 +8,16 @@ cause; a file
 removed, renamed by log rotation, or whose folder was removed and made again, is noticed at the next emit (as
 logging's WatchedFileHandler does: the path's device and inode against the open file's) and opened anew; a
 line is written whole or not at all: one ``os.write`` of the whole line, and a write that fails part-way (a
-full disk) is cut back off the file, so a reader never meets a torn line. A failed write raises, and the
-Monitor counts it in ``sink_errors``.
+full disk) is cut back off the file, so a reader never meets a torn line. Several processes may append to one
+file: each write and its cut-back hold an exclusive ``flock``, and a cut-back takes only this writer's own bytes
+(never another's line, never past the file's end). A failed write raises, and the Monitor counts it in
+``sink_errors``.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
 import threading
@@ -29,6 +32,16 @@ from groundtrace.sinks import Sink
 OPEN_TIMEOUT_S = 5.0
 
 
+def _lock(fd: int) -> bool:
+    """An exclusive lock on the file, taken by every JsonlSink that appends to it; False where the file system
+    has none (the tail check of the cut-back still holds for the writers the lock would have kept out)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return True
+    except OSError:
+        return False
+
+
 class JsonlSink(Sink):
     name = "jsonl"
     out_of_process = True
@@ -40,6 +53,7 @@ class JsonlSink(Sink):
         self._lock = threading.Lock()
         self._fd: int | None = None
         self._identity: tuple[int, int] | None = None
+        self._pid = 0  # the process that opened the file
         self._regular = True  # a regular file (else a FIFO or a character device: no seek, no cut back)
         self._closed = False
         # the file is opened at the first emit, on the Monitor's worker, never here on the application's thread: a
@@ -58,6 +72,9 @@ class JsonlSink(Sink):
 
     def _open(self) -> int:
         """(Lock held.) The file, opened anew (its folder made) when it is not open or no longer the path's."""
+        if self._fd is not None and self._pid != os.getpid():
+            os.close(self._fd)  # inherited through fork: a file description shared with the parent shares its lock
+            self._fd = self._identity = None
         if self._fd is not None:
             try:
                 found = os.stat(self.path)
@@ -69,7 +86,7 @@ class JsonlSink(Sink):
             self._fd = self._identity = None
         fd = self._open_bounded()
         opened = os.fstat(fd)
-        self._fd, self._identity = fd, (opened.st_dev, opened.st_ino)
+        self._fd, self._identity, self._pid = fd, (opened.st_dev, opened.st_ino), os.getpid()
         self._regular = stat.S_ISREG(opened.st_mode)
         return fd
 
@@ -116,18 +133,43 @@ class JsonlSink(Sink):
             if self._closed:
                 raise RuntimeError(f"the jsonl sink for {self.path} is closed")
             fd = self._open()
-            start = os.lseek(fd, 0, os.SEEK_END) if self._regular else None  # a pipe cannot seek nor be cut back
-            try:
+            if not self._regular:  # a pipe cannot seek nor be cut back: it may take the line in parts
                 written = 0
-                while written < len(line):  # a pipe or a slow disk may take it in parts; a full one fails
+                while written < len(line):
                     written += os.write(fd, line[written:])
-            except OSError:
-                try:
-                    if start is not None:
-                        os.ftruncate(fd, start)  # no torn line: what was written of it goes
-                except OSError:
-                    pass
-                raise
+                return
+            # other processes append to the same file (a Monitor's scoring children, gunicorn's workers): the lock
+            # keeps each one's write and cut-back whole, so what is cut back is this writer's own bytes
+            locked = _lock(fd)
+            try:
+                written = os.write(fd, line)  # O_APPEND: at the file's end, whatever the others wrote
+                if written != len(line):  # a full disk (or the file size limit) took part of it
+                    self._cut_back(fd, written)
+                    raise OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)}: {self.path} took {written} of "
+                                                f"{len(line)} bytes of the line, which are cut back")
+            finally:
+                if locked:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def _cut_back(self, fd: int, written: int) -> None:
+        """(Locks held.) Take this writer's ``written`` bytes of a torn line off the file: truncated while they are
+        its tail; blanked in place when a writer that takes no lock has appended after them (truncating would cut
+        its line, and a fragment left would glue onto it). Never beyond the file's size: no NUL bytes."""
+        if not written:
+            return
+        try:
+            end = os.lseek(fd, 0, os.SEEK_CUR)  # an O_APPEND write leaves the offset at the end of its own bytes
+            if os.fstat(fd).st_size == end:
+                os.ftruncate(fd, end - written)
+                return
+            flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+            fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_APPEND)  # pwrite on O_APPEND appends, on Linux
+            try:
+                os.pwrite(fd, b" " * (written - 1) + b"\n", end - written)  # a blank line: every reader skips it
+            finally:
+                fcntl.fcntl(fd, fcntl.F_SETFL, flags)
+        except OSError:
+            pass  # the fragment stays: its readers skip it
 
     def flush(self) -> None:
         """Each line is the operating system's once emit() returns: nothing is buffered here."""
