@@ -229,6 +229,9 @@ MAX_QUESTION_CHARS = 20_000
 #: the most of the contexts together a captured Record keeps (a fifth of the metrics' own limit: a context of
 #: 200,000 characters is some 50 pages; scoring more, in the application's machine, would take its CPU)
 MAX_CONTEXT_CHARS = 200_000
+#: the most entries of one retrieval's result read where it is captured (a list's items, a frame's rows, a client's
+#: hits, a pager's points): the rest is left unread, as text past MAX_CONTEXT_CHARS is, and the Record says so
+MAX_PASSAGES = 1_000
 #: the most of a model call's input read to choose the contexts (what reached it beyond that is not looked at)
 MAX_INPUT_CHARS = MAX_CONTEXT_CHARS + MAX_ANSWER_CHARS
 

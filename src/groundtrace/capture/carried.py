@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from groundtrace.capture.turn import DOCUMENT, ReadCall, Passage, Selection, normalize, select_contexts
-from groundtrace.capture.vector_results import unwrap
+from groundtrace.capture.vector_results import BYTES, Reading, first_rows, taken, unwrap
+from groundtrace.record import CUT_FROM, MAX_CONTEXT_CHARS, MAX_PASSAGES
 
 # Words that make a name a context's: a variable, a state key, an output key ("context_str", "docs_content",
 # "retrieved_docs", "search_results" ...). Matched against the name's words (split at _ - . and camelCase).
@@ -108,6 +109,14 @@ class Item:
     id: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     score: float | None = None
+    cut_from: int = 0  # its text's length before it was cut to the Record's bound where it was read (0: not cut)
+
+
+def _capped(item: Item, room: int) -> Item:
+    """``item`` with its text cut to ``room`` characters: a slice, before anything strips, splits or copies it."""
+    if len(item.text) <= room:
+        return item
+    return Item(item.text[:room], item.id, item.metadata, item.score, item.cut_from or len(item.text))
 
 
 def read_item(value: Any) -> Item | None:
@@ -162,47 +171,73 @@ def _metadata(value: Any) -> dict[str, Any]:
     return dict(metadata) if isinstance(metadata, Mapping) else {}
 
 
-def read_items(value: Any) -> tuple[list[Item], int] | None:
+def read_items(value: Any, read: Reading | None = None) -> tuple[list[Item], int] | None:
     """The passages of a value: a list of text-bearing items (or one item), and how many entries of a list
     were not text-bearing; None when it holds none. A string is one item, split at unambiguous separators
     (:func:`split_joined`); a vector store's result with ``.nodes`` is its nodes; what a vector database's client
     returns (Qdrant, Pinecone, Chroma, Elasticsearch, Weaviate, Milvus, rows with a text column) is read by
-    :mod:`groundtrace.capture.vector_results` when nothing else reads it."""
-    read = _read_plain(value)
-    if read is not None:
-        return read
-    hits = unwrap(value)
+    :mod:`groundtrace.capture.vector_results` when nothing else reads it.
+
+    Bounded (the application's thread): bytes are no passages; at most MAX_PASSAGES entries and MAX_CONTEXT_CHARS
+    of text are read, a longer text cut before anything reads it (``cut_from``); ``read`` notes where it stopped."""
+    if isinstance(value, BYTES):
+        return None
+    read = Reading() if read is None else read
+    found = _read_plain(value, read)
+    if found is not None:
+        return found
+    read.stopped = read.entries = None  # what was not plain is read again as a client's result
+    hits = unwrap(value, read)
     if not hits:
         return None
-    items = [Item(hit["text"], hit["id"], {**hit["metadata"], **({"score": hit["score"]} if hit["score"] is not None
-                                                                  else {})}, hit["score"])
-             for hit in hits if hit["text"].strip()]
+    items, _ = _within((Item(hit["text"], hit["id"], {**hit["metadata"], **({"score": hit["score"]} if hit["score"]
+                        is not None else {})}, hit["score"]) for hit in hits), read)
     return (items, 0) if items else None
 
 
-def _read_plain(value: Any) -> tuple[list[Item], int] | None:
+def _within(items: Iterable[Item | None], read: Reading) -> tuple[list[Item], int]:
+    """The items with text, in order, until their text reaches the Record's bound (the one that crosses it cut),
+    and how many held none."""
+    kept, unreadable, room = [], 0, MAX_CONTEXT_CHARS
+    for item in items:
+        if room <= 0:  # more entries than the bound lets in: left unread
+            read.stopped = "chars"
+            break
+        if item is None:
+            unreadable += 1
+            continue
+        item = _capped(item, room)
+        if item.text.strip():
+            kept.append(item)
+            room -= len(item.text)
+    return kept, unreadable
+
+
+def _read_plain(value: Any, read: Reading) -> tuple[list[Item], int] | None:
     if isinstance(value, str):
-        return ([Item(piece) for piece in split_joined(value)], 0) if value.strip() else None
+        text = value[:MAX_CONTEXT_CHARS]  # a 5 MB passage is cut before it is stripped or split: O(bound)
+        if not text.strip():
+            return None
+        items = [Item(piece) for piece in split_joined(text)]
+        if len(value) > len(text):  # the last piece holds what was cut off
+            items[-1] = Item(items[-1].text, cut_from=len(items[-1].text) + len(value) - len(text))
+        return items, 0
     nodes = getattr(value, "nodes", None)  # LlamaIndex's VectorStoreQueryResult
+    size = None
     if isinstance(nodes, Sequence) and not isinstance(value, Mapping):
         value = nodes
-    elif type(value).__name__ in ("ndarray", "Series") and callable(getattr(value, "tolist", None)):
-        value = value.tolist()  # a numpy array or pandas Series of texts (or of dicts) reads as a list
-    elif type(value).__name__ == "DataFrame" and callable(getattr(value, "to_dict", None)):
-        value = value.to_dict("records")  # rows (LanceDB's to_pandas(), a pgvector query read with pandas)
-    elif type(value).__name__ == "Table" and callable(getattr(value, "to_pylist", None)):
-        value = value.to_pylist()  # an Arrow table (LanceDB's to_arrow())
+    elif (rows := first_rows(value)) is not None:
+        value, size = rows  # a numpy array's, a pandas Series', a frame's or an Arrow table's first rows, as a list
     if isinstance(value, (list, tuple)) and not (isinstance(value, tuple) and read_item(value) is not None):
-        items, unreadable = [], 0
-        for entry in value:
-            item = read_item(entry)
-            if item is None:
-                unreadable += 1
-            elif item.text.strip():
-                items.append(item)
+        items, unreadable = _within(map(read_item, taken(value, read)), read)
+        if read.stopped is not None:
+            read.entries = size if size is not None else len(value)
         return (items, unreadable) if items else None
     item = read_item(value)
-    return ([item], 0) if item is not None and item.text.strip() else None
+    if item is None:
+        return None
+    item = _capped(item, MAX_CONTEXT_CHARS)
+    return ([item], 0) if item.text.strip() else None
 
 
 def split_joined(text: str) -> list[str]:
@@ -231,10 +266,14 @@ class Carried:
     tier: int
     passages: list[Passage]
     unreadable: int = 0  # entries of a list that held no text
+    stopped: str | None = None  # the bound that stopped reading the value short of its end (Reading.stopped)
+    entries: int | None = None  # how many entries the value held then, where known
 
 
 def _passages(items: Iterable[Item], origin: str) -> list[Passage]:
-    return [Passage(item.text, DOCUMENT, origin, item.id, metadata={"item": item}) for item in items]
+    return [Passage(item.text, DOCUMENT, origin, item.id,
+                    metadata={"item": item, CUT_FROM: item.cut_from} if item.cut_from else {"item": item})
+            for item in items]
 
 
 def _structured(value: Any) -> bool:
@@ -242,7 +281,7 @@ def _structured(value: Any) -> bool:
     if isinstance(value, str):
         return False
     if isinstance(value, (list, tuple)):
-        return any(not isinstance(entry, str) for entry in value)
+        return any(not isinstance(entry, str) for entry in value[:MAX_PASSAGES])  # what is read, no more
     return True
 
 
@@ -254,25 +293,31 @@ def no_text_reason(value: Any) -> str | None:
         return "returned None"
     if isinstance(value, str) or (isinstance(value, (list, tuple, Mapping)) and not value):
         return None
-    kind = type(value)
-    name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__.split('.')[0]}.{kind.__name__}"
+    name = type_name(value)
     if isinstance(value, (list, tuple)):
-        types = sorted({type(entry).__name__ for entry in value})
+        types = sorted({type(entry).__name__ for entry in value[:MAX_PASSAGES]})  # a bounded look, as reading is
         return f"returned {len(value)} item(s) of type {', '.join(types)} with no text"
-    if isinstance(value, (bytes, bytearray)):
+    if isinstance(value, BYTES):
         return f"returned {name} (decode it to str)"
     return f"returned a {name}" + (" (pass .tolist())" if hasattr(value, "tolist") else "")
+
+
+def type_name(value: Any) -> str:
+    """A value's type as said to the user: ``bytes``, ``numpy.ndarray``, ``qdrant_client.QueryResponse``."""
+    kind = type(value)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__.split('.')[0]}.{kind.__name__}"
 
 
 def value_candidate(value: Any, origin: str, tier: int | None = None) -> Carried | None:
     """``value`` as a candidate: Documents/nodes/dicts are :data:`DOCUMENTS`, text is ``tier`` (default
     :data:`TEXT`); None when it holds no passage."""
-    read = read_items(value)
+    reading = Reading()
+    read = read_items(value, reading)
     if read is None:
         return None
     items, unreadable = read
     found_tier = DOCUMENTS if _structured(value) else (TEXT if tier is None else tier)
-    return Carried(origin, found_tier, _passages(items, origin), unreadable)
+    return Carried(origin, found_tier, _passages(items, origin), unreadable, reading.stopped, reading.entries)
 
 
 def _question_value(value: Any, question: str | None) -> bool:
@@ -398,6 +443,8 @@ class Chosen:
     selection: Selection
     origin: str
     unreadable: int = 0
+    stopped: str | None = None  # the bound that stopped reading a chosen candidate short of its end
+    entries: int | None = None  # how many entries that candidate's value held, where known
 
 
 def choose(candidates: Sequence[Carried], model_input: str | None, read: Sequence[ReadCall] = ()) -> Chosen | None:
@@ -423,7 +470,10 @@ def _select(group: list[Carried], model_input: str | None, read: Sequence[ReadCa
         if candidate.origin not in origins and any(id(p) in used for p in candidate.passages):
             origins.append(candidate.origin)
     unreadable = sum(c.unreadable for c in group if c.origin in origins)
-    return Chosen(selection, "; ".join(origins), unreadable)
+    stopped = next((c for c in group if c.origin in origins and c.stopped), None)
+    if stopped is None:
+        return Chosen(selection, "; ".join(origins), unreadable)
+    return Chosen(selection, "; ".join(origins), unreadable, stopped.stopped, stopped.entries)
 
 
 def item_origin(passage: Passage) -> dict[str, Any]:

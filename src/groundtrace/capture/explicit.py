@@ -29,7 +29,7 @@ from typing import Any, TypeVar, overload
 
 from groundtrace.capture.carried import choose, item_origin
 from groundtrace.capture.generators import Watch, wrap_async_generator, wrap_generator
-from groundtrace.record import bounded
+from groundtrace.record import CUT_FROM, bounded
 from groundtrace.capture.marked import COUNTS, Retrieved, count_failure, current_turn, function_name, query_of
 from groundtrace.capture.session import current_session
 from groundtrace.capture.stats import CaptureStats
@@ -341,6 +341,7 @@ class ExplicitTurn(PendingRecord):
         scope = self.scope
         candidates = [c for c in (r.candidate() for r in scope.retrievals) if c is not None]
         chosen = choose(candidates, None)
+        chars = None
         if chosen is None:
             contexts: list[str] = []
             metadata: dict[str, Any] = {"contexts_from": None}
@@ -348,10 +349,18 @@ class ExplicitTurn(PendingRecord):
                 metadata[NO_TEXT] = "; ".join(unreadable)
         else:
             contexts = [p.text for p in chosen.selection.contexts]
+            # a passage cut where it was read counts at its length then
+            chars = sum(p.metadata.get(CUT_FROM, len(p.text)) for p in chosen.selection.contexts)
             metadata = {"contexts_from": chosen.origin, "documents": [item_origin(p) for p in chosen.selection.contexts]}
         metadata = {"source": "groundtrace.turn", "turn_name": scope.name, **scope.metadata, **metadata}
         queries = [r.query for r in scope.retrievals if r.query and r.query != scope.question]
-        question, answer, contexts, cut = bounded(scope.question, scope.answer, contexts)
+        question, answer, contexts, cut = bounded(scope.question, scope.answer, contexts, chars)
+        if chosen is not None and chosen.stopped is not None:  # reading stopped at a bound: the rest was not read
+            cut = cut or {}
+            total = sum(map(len, contexts))
+            cut.setdefault("contexts", {"chars": chars or total, "kept": total, "passages": len(contexts),
+                                        "kept_passages": len(contexts)})
+            cut["contexts"].update(stopped=chosen.stopped, entries=chosen.entries)
         if cut is not None:
             metadata["truncated"] = cut
         return Record(id=scope.id, question=question, queries=list(dict.fromkeys(queries)) or None,

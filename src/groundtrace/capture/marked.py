@@ -16,9 +16,10 @@ async generators (what they yield, collected as it is read) alike. Where it goes
    (:mod:`groundtrace.capture.request`: the ASGI and WSGI middleware) drops what is left when the request
    ends, so nothing outlives it on a pooled thread. A few are kept (:data:`MAX_PENDING`), each taken once.
 
-On the application's thread the passages are read out of the return value as it returns (O(its size); the texts
-are what the model was given then, whatever the application does with its objects afterwards). Nothing here
-raises into the application: a failure of groundtrace's own is logged once and counted.
+On the application's thread the passages are read out of the return value as it returns (to the Record's bounds:
+at most MAX_PASSAGES entries and MAX_CONTEXT_CHARS of text, whatever its size; the texts are what the model was
+given then, whatever the application does with its objects afterwards). Nothing here raises into the application:
+a failure of groundtrace's own (a result that cannot be read) is logged once and counted, and its turn says so.
 """
 
 from __future__ import annotations
@@ -30,10 +31,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar, overload
 
-from groundtrace.capture.carried import Carried, no_text_reason, value_candidate
+from groundtrace.capture.carried import Carried, no_text_reason, type_name, value_candidate
 from groundtrace.capture.generators import Watch, wrap_async_generator, wrap_generator
 from groundtrace.capture.stats import CaptureCounter
 from groundtrace.redaction import get_logger
@@ -91,21 +92,24 @@ class Retrieved:
         self.trace = ids[0] if ids is not None else None
         try:
             found = value_candidate(value, f"@groundtrace.retrieval '{self.name}'")
-        except Exception:
+            why = no_text_reason(value) if found is None else None
+        except Exception as error:  # a result whose len(), keys or items raise: its turn's Record says so
             count_failure(f"@groundtrace.retrieval {self.name!r} (reading what it returned)")
+            self.no_text = (f"@groundtrace.retrieval {self.name!r} returned a {type_name(value)} that could not be "
+                            f"read ({type(error).__name__})")
             return
         if found is not None and found.unreadable:
             say_once(("unreadable", self.name),
                      "groundtrace: @groundtrace.retrieval %r returned %d item(s) with no text (a string, a Document's "
                      "page_content, a node's get_content(), a dict's text field): they are not contexts",
                      self.name, found.unreadable)
-        if found is None and (why := no_text_reason(value)) is not None:
+        if found is None and why is not None:
             # no verdict from nothing: the turn's Scores are errors that say this, never "hallucinated"
             self.no_text = f"@groundtrace.retrieval {self.name!r} {why}"
             say_once(("no text", self.name, why), "groundtrace: %s: no passage in it has text (a string, a Document's "
                      "page_content, a node's get_content(), a dict's text field); its turn's Scores are errors that say so",
                      self.no_text)
-        self.found = None if found is None else Carried(found.origin, 0, found.passages, found.unreadable)
+        self.found = None if found is None else replace(found, tier=0)
 
     def candidate(self) -> Carried | None:
         """Its passages, as a carried candidate named after the function (a retrieval's documents: the

@@ -20,8 +20,12 @@ of plain ``{"text", "id", "score", "metadata"}`` dicts, which groundtrace.captur
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import islice
 from typing import Any
+
+from groundtrace.record import MAX_PASSAGES
 
 #: the names of the text field, in the order they are looked for
 TEXT_FIELDS: list[str] = ["page_content", "text", "content", "document", "chunk", "chunk_text", "passage", "body"]
@@ -29,6 +33,53 @@ TEXT_FIELDS: list[str] = ["page_content", "text", "content", "document", "chunk"
 _FIELD_HOLDERS = ("payload", "metadata", "_source", "properties", "entity", "fields")
 #: a hit's own keys that are not its document's metadata
 _HIT_KEYS = frozenset({"id", "_id", "uuid", "score", "_score", "distance", "_additional", "vector", "values"})
+
+
+#: bytes-like results are no sequence of passages: never read byte by byte
+BYTES = (bytes, bytearray, memoryview)
+
+
+@dataclass(slots=True)
+class Reading:
+    """Where reading a result stopped short of its end: the bound that stopped it (``"passages"``:
+    :data:`~groundtrace.record.MAX_PASSAGES` entries; ``"chars"``: the Record's bound on contexts), and how many
+    entries the result held where its length said (None for a pager, whose end is never asked for)."""
+
+    stopped: str | None = None
+    entries: int | None = None
+
+
+def taken(values: Iterable[Any], read: Reading | None = None) -> list[Any]:
+    """At most :data:`~groundtrace.record.MAX_PASSAGES` entries of a result, in order: the rest is never read (an
+    endless pager is not run to its end, a million hits cost a thousand); ``read`` notes that there were more."""
+    found = list(islice(values, MAX_PASSAGES + 1))
+    if len(found) <= MAX_PASSAGES:
+        return found
+    if read is not None:
+        read.stopped = "passages"
+        try:
+            read.entries = len(values)  # type: ignore[arg-type]
+        except Exception:  # no length, or one that raises: a pager
+            read.entries = None
+    return found[:MAX_PASSAGES]
+
+
+def first_rows(value: Any) -> tuple[list[Any], int | None] | None:
+    """A numpy array or pandas Series (of texts, or of dicts), a pandas frame (LanceDB's ``to_pandas()``, a pgvector
+    query read with pandas) or an Arrow table (LanceDB's ``to_arrow()``) as a list of its first rows (one past the
+    bound, so that more is seen; never the whole of a large one), and how many it held; None for anything else."""
+    take, kind = MAX_PASSAGES + 1, type(value).__name__
+    if kind == "ndarray" and callable(getattr(value, "tolist", None)):
+        if not getattr(value, "ndim", 1):  # a 0-d array: its one value
+            return value.tolist(), None
+        return value[:take].tolist(), len(value)
+    if kind == "Series" and callable(getattr(value, "tolist", None)):
+        return value.iloc[:take].tolist(), len(value)
+    if kind == "DataFrame" and callable(getattr(value, "to_dict", None)):
+        return value.head(take).to_dict("records"), len(value)
+    if kind == "Table" and callable(getattr(value, "to_pylist", None)):
+        return value.slice(0, take).to_pylist(), value.num_rows
+    return None
 
 
 def _text_of(fields: Any) -> tuple[str, str] | None:
@@ -83,7 +134,7 @@ def _first_query(values: Any) -> Any:
     return values
 
 
-def _chroma(result: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+def _chroma(result: Mapping[str, Any], read: Reading | None) -> list[dict[str, Any]] | None:
     documents = _first_query(result.get("documents"))
     if not isinstance(documents, Sequence) or isinstance(documents, str):
         return None
@@ -91,7 +142,7 @@ def _chroma(result: Mapping[str, Any]) -> list[dict[str, Any]] | None:
     metadatas = _first_query(result.get("metadatas")) or []
     distances = _first_query(result.get("distances")) or []
     passages = []
-    for i, text in enumerate(documents):
+    for i, text in enumerate(taken(documents, read)):
         if isinstance(text, str):
             metadata = metadatas[i] if i < len(metadatas) and isinstance(metadatas[i], Mapping) else {}
             passages.append({"text": text, "id": str(ids[i]) if i < len(ids) else None,
@@ -100,33 +151,36 @@ def _chroma(result: Mapping[str, Any]) -> list[dict[str, Any]] | None:
     return passages
 
 
-def unwrap(value: Any) -> list[dict[str, Any]] | None:
-    """The passages of a vector database's result, or None when ``value`` is none of the shapes above."""
+def unwrap(value: Any, read: Reading | None = None) -> list[dict[str, Any]] | None:
+    """The passages of a vector database's result, or None when ``value`` is none of the shapes above. At most
+    :data:`~groundtrace.record.MAX_PASSAGES` of its entries are read (``read`` says when it held more)."""
+    if isinstance(value, BYTES):
+        return None
     if isinstance(value, Mapping):
         if "documents" in value and ("ids" in value or "distances" in value):
-            return _chroma(value)
+            return _chroma(value, read)
         hits = value.get("hits")
         if isinstance(hits, Mapping):  # Elasticsearch / OpenSearch
-            return unwrap(hits.get("hits"))
+            return unwrap(hits.get("hits"), read)
         for key in ("matches", "points", "results", "objects"):  # Pinecone REST, Qdrant REST, and the like
             if isinstance(value.get(key), Sequence) and not isinstance(value.get(key), str):
-                return unwrap(value[key])
+                return unwrap(value[key], read)
         data = value.get("data")
         got = data.get("Get") if isinstance(data, Mapping) else None
         if isinstance(got, Mapping) and got:  # Weaviate GraphQL: the first class's objects
-            return unwrap(next(iter(got.values())))
+            return unwrap(next(iter(got.values())), read)
         hit = _hit(value)
         return None if hit is None else [hit]
     for attribute in ("points", "matches", "objects"):  # Qdrant QueryResponse, Pinecone QueryResponse, Weaviate
         held = getattr(value, attribute, None)
         if isinstance(held, Sequence) and not isinstance(held, str):
-            return unwrap(list(held))
-    if isinstance(value, Sequence) and not isinstance(value, (str, bytes)):
+            return unwrap(taken(held, read), read)  # a pager's first entries only, never its end
+    if isinstance(value, Sequence) and not isinstance(value, (str, *BYTES)):
         entries = _first_query(value)
-        passages = [hit for entry in entries if (hit := _hit(entry)) is not None]
+        passages = [hit for entry in taken(entries, read) if (hit := _hit(entry)) is not None]
         return passages if passages else None
     hit = _hit(value)
     return None if hit is None else [hit]
 
 
-__all__ = ["TEXT_FIELDS", "unwrap"]
+__all__ = ["BYTES", "TEXT_FIELDS", "Reading", "first_rows", "taken", "unwrap"]
