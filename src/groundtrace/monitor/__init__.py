@@ -39,10 +39,7 @@ from groundtrace.redaction import RateLimitedWarning, failure_text, get_logger
 from groundtrace.scoring.process import ScoringSetup
 from groundtrace.sinks import close_sinks, flush_sinks, out_of_process
 from groundtrace.sinks.default_store import live_sinks, summary, unrecorded
-from groundtrace.sinks.lanes import Lanes
-
-#: the seconds a sink found stalled at close (its emit never returned) gets for its close() (otherwise 10 s)
-STALLED_CLOSE_S = 2.0
+from groundtrace.sinks.lanes import STALLED_CLOSE_S, Lanes
 from groundtrace.telemetry import build_telemetry
 
 log = get_logger("groundtrace.monitor")
@@ -397,8 +394,7 @@ class Monitor(Workers):
 
     # ------------------------------------------------------------------------------- lifecycle
     def flush(self, timeout: float | None = None, *, stall_s: float | None = None) -> bool:
-        """Wait until every queued record is settled; False if ``timeout`` ran out first (or, with ``stall_s``,
-        once a sink's emit has run that long without returning: its lane makes no progress)."""
+        """Wait until every queued record is settled; False if ``timeout`` (or a sink's ``stall_s``) ran out first."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._idle:
             while self._in_flight:
@@ -413,10 +409,10 @@ class Monitor(Workers):
         return True
 
     def close(self, timeout: float | None = 10.0, *, stall_s: float | None = None) -> None:
-        """Flush, then stop the workers and the sinks. Safe to call twice. What ``timeout`` leaves
-        unsettled is dropped (and counted): what waits in the queue, and what a scoring process still
-        holds (it is killed); a record a thread worker holds is still settled when its metric returns.
-        ``stall_s`` (the exit's): stop waiting for a sink whose emit has run that long without returning."""
+        """Flush, then stop the workers and the sinks. Safe to call twice. What ``timeout`` leaves unsettled is
+        dropped (and counted): what waits in the queue, and what a scoring process still holds (it is killed); a
+        record a thread worker holds is still settled when its metric returns. ``stall_s`` (the exit's): a sink
+        whose emit has run that long without returning is not waited for."""
         with self._lock:
             closing = self._closed
             self._closed = True
@@ -429,15 +425,10 @@ class Monitor(Workers):
             self._close_done.set()
 
     def _close(self, timeout: float | None, stall_s: float | None = None) -> None:
-        started = time.monotonic()
-        dropped_before = self._stats.dropped
+        started, dropped_before = time.monotonic(), self._stats.dropped
         if not self.flush(timeout, stall_s=stall_s):
             self._abandon = True
-        stalled = self._lanes.stalled(stall_s)
-        if stalled:
-            log.warning("groundtrace: at exit: sink(s) %s made no progress for %.0f s (an emit() that does not "
-                        "return): stopped waiting for them, %.1f s into the %.0f s the exit allows", ", ".join(stalled),
-                        stall_s, time.monotonic() - started, timeout or 0.0)
+        stalled = self._lanes.say_stalled(stall_s, time.monotonic() - started, timeout)
         self._drop_queued()
         self._queue.extend(STOP for _ in self._workers)
         self._wake.set()
@@ -457,8 +448,7 @@ class Monitor(Workers):
         self._metric_pool.shutdown(wait=False, cancel_futures=True)
         if self.telemetry is not None:
             self.telemetry.close()
-        # a sink stalled in its emit is likely to stall in its close too: it gets a short while, not the usual 10 s
-        for problem in close_sinks(self.sinks, **({"timeout_s": STALLED_CLOSE_S} if stalled else {})):
+        for problem in close_sinks(self.sinks, **({"timeout_s": STALLED_CLOSE_S} if stalled else {})):  # not 10 s
             log.warning("groundtrace: %s", problem)
         stats = self.stats
         log.info("groundtrace: monitor closed: %s", stats.as_dict())

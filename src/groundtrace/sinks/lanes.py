@@ -32,6 +32,8 @@ log = get_logger("groundtrace.sinks")
 LANE_SIZE = 1000
 #: an emit running longer than this is said (once per lane)
 EMIT_TIMEOUT_S = 30.0
+#: the seconds a sink found stalled at close (its emit never returned) gets for its close() (otherwise 10 s)
+STALLED_CLOSE_S = 2.0
 
 
 class Lane:
@@ -179,6 +181,15 @@ class Lanes:
     def stalled(self, stall_s: float | None) -> list[str]:
         """The sinks whose emit in progress has run ``stall_s`` without returning."""
         return [lane.name for lane in list(self._lanes.values()) if lane.stalled(stall_s)]
+
+    def say_stalled(self, stall_s: float | None, waited: float, timeout: float | None) -> list[str]:
+        """The sinks stalled (see :meth:`stalled`), said at WARNING where there are any."""
+        stalled = self.stalled(stall_s)
+        if stalled:
+            log.warning("groundtrace: at exit: sink(s) %s made no progress for %.0f s (an emit() that does not "
+                        "return): stopped waiting for them, %.1f s into the %.0f s the exit allows", ", ".join(stalled),
+                        stall_s, waited, timeout or 0.0)
+        return stalled
 
     def close(self, timeout: float, stall_s: float | None = None) -> int:
         """Close every lane within ``timeout`` in all; the records left undelivered (counted as sink errors)."""
