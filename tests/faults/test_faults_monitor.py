@@ -188,3 +188,28 @@ def test_a_hub_model_that_keeps_failing_is_refused_at_once_behind_its_breaker(ca
     assert len(errors) == 1  # the traceback once, not per record
     assert warnings == ["groundtrace: the broken_hub model 'tiny/broken' failed 5 times in a row (RuntimeError): its "
                         "records get an error Score at once for 30 s, then one call tries it again (circuit breaker)"]
+
+
+ORPHANED = textwrap.dedent("""
+    import os, signal, time
+    from groundtrace.monitor import Monitor
+    from groundtrace.record import Record
+
+    monitor = Monitor(["lexical", "facts"], "none")  # scored in a scoring process of its own (the default)
+    for i in range(200):
+        monitor.submit(Record(id=str(i), question="q?", contexts=["Entry costs 12 euros. " * 50],
+                              answer="Entry costs 12 euros. " * 20))
+    time.sleep(1.0)
+    os.kill(os.getpid(), signal.SIGKILL)  # the application vanishes with records in its scoring process
+""")
+
+
+def test_a_scoring_process_whose_application_was_killed_ends_without_a_traceback(tmp_path):
+    """Issue 54 (smaller): the scoring child of a vanished application has nowhere to write: it ends quietly.
+    The captured stderr closes only when the child has ended too, so this also shows that it ends."""
+    script = tmp_path / "app.py"
+    script.write_text(ORPHANED, encoding="utf-8")
+    ended = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    assert ended.returncode == -signal.SIGKILL
+    assert "Traceback" not in ended.stderr and "BrokenPipe" not in ended.stderr, ended.stderr
