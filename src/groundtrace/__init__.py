@@ -15,6 +15,7 @@ from groundtrace.capture.request import ASGIMiddleware, WSGIMiddleware, request_
 from groundtrace.capture.session import current_session, session
 
 if TYPE_CHECKING:
+    from groundtrace.guards import Decision, Guard, GuardBlocked, guard
     from groundtrace.monitor import Monitor
 
 __version__ = "0.1.0"
@@ -23,8 +24,11 @@ __all__ = [
     "ASGIMiddleware",
     "ConfigError",
     "Cost",
+    "Decision",
     "Evaluator",
     "GroundtraceError",
+    "Guard",
+    "GuardBlocked",
     "Metric",
     "MissingExtraError",
     "ModelUnavailableError",
@@ -38,6 +42,7 @@ __all__ = [
     "current_session",
     "evaluate",
     "get_metric",
+    "guard",
     "metric_names",
     "register_metric",
     "request_scope",
@@ -55,4 +60,8 @@ def __getattr__(name: str) -> object:
         from groundtrace.monitor import Monitor
 
         return Monitor
+    if name in ("guard", "Guard", "GuardBlocked", "Decision"):  # guard mode: its thread pool made on first use
+        from groundtrace import guards
+
+        return getattr(guards, name)
     raise AttributeError(f"module 'groundtrace' has no attribute {name!r}")

@@ -13,7 +13,7 @@ from typing import Any
 from groundtrace.errors import MissingExtraError
 from tests.docs.snippets import DOCS
 
-EXTRA = re.compile(r"groundtrace\[([\w-]+)\]")
+EXTRA = re.compile(r"\[([\w-]+)\]'?$")  # the extra the install hint ends with (errors.install_hint)
 
 
 @contextmanager
@@ -38,7 +38,7 @@ def extra_needed(build: Callable[[], Any], *packages: str) -> str:
         try:
             build()
         except MissingExtraError as error:
-            [extra] = set(EXTRA.findall(str(error)))  # named twice: the index and the clone
+            [extra] = EXTRA.findall(str(error))
             return extra
     raise AssertionError(f"{build} built without {packages}")
 
