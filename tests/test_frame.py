@@ -4,11 +4,13 @@ and <metric>_spans per metric (lexical values by hand: tests/hand_checked.py).""
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import pytest
 
 import groundtrace
+from groundtrace.errors import install_hint
 from groundtrace._extras import MissingExtraError
 from groundtrace.io.layouts import LayoutError
 from tests.hand_checked import CONTEXT, COPY, ZEBRAS, ZEBRAS_REASON, ZEBRAS_SPANS
@@ -82,5 +84,5 @@ def test_a_frame_in_no_layout_is_refused_before_scoring_naming_its_columns() -> 
 
 def test_without_pandas_the_error_names_the_extra(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "pandas", None)  # makes the import fail
-    with pytest.raises(MissingExtraError, match=r"groundtrace.score_frame needs .* pip install 'groundtrace\[pandas\]'"):
+    with pytest.raises(MissingExtraError, match=r"groundtrace.score_frame needs .* " + re.escape(install_hint("pandas"))):
         groundtrace.score_frame(object(), ["lexical"])

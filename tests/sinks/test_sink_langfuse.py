@@ -3,6 +3,7 @@ sends; no Langfuse server can run here)."""
 
 from __future__ import annotations
 
+import re
 import base64
 import logging
 import sys
@@ -10,6 +11,7 @@ import time
 
 import pytest
 
+from groundtrace.errors import install_hint
 from groundtrace.score import Score
 
 pytest.importorskip("langfuse")
@@ -177,5 +179,5 @@ def test_a_score_without_a_verdict_is_sent_higher_is_better_and_a_langfuse_link_
 
 def test_a_missing_sdk_names_the_extra_to_install(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "langfuse.api", None)  # makes the import fail
-    with pytest.raises(MissingExtraError, match=r"pip install 'groundtrace\[langfuse\]'"):
+    with pytest.raises(MissingExtraError, match=re.escape(install_hint("langfuse"))):
         LangfuseSink(public_key=PUBLIC, secret_key=SECRET)

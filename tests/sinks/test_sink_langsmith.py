@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import logging
 import sys
 import time
@@ -10,6 +11,7 @@ import pytest
 
 langsmith = pytest.importorskip("langsmith")
 
+from groundtrace.errors import install_hint  # noqa: E402
 from groundtrace._extras import MissingExtraError  # noqa: E402
 from groundtrace.sinks import sink_class  # noqa: E402
 from groundtrace.sinks.langsmith import LangSmithSink  # noqa: E402
@@ -182,5 +184,5 @@ def test_a_slow_server_times_out_within_the_bound(loopback, record, grounded) ->
 
 def test_a_missing_sdk_names_the_extra_to_install(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "langsmith", None)  # makes the import fail
-    with pytest.raises(MissingExtraError, match=r"pip install 'groundtrace\[langsmith\]'"):
+    with pytest.raises(MissingExtraError, match=re.escape(install_hint("langsmith"))):
         LangSmithSink(api_key=API_KEY)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import json
 import sys
 import time
@@ -11,6 +12,7 @@ import pytest
 
 mlflow = pytest.importorskip("mlflow")
 
+from groundtrace.errors import install_hint  # noqa: E402
 from groundtrace import trace_context  # noqa: E402
 from groundtrace._extras import MissingExtraError  # noqa: E402
 from groundtrace.sinks import register_trace_links, sink_class  # noqa: E402
@@ -176,7 +178,7 @@ def test_a_slow_tracking_server_hits_the_deadline(loopback, tracking_uri, monkey
 
 def test_a_missing_sdk_names_the_extra_to_install(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "mlflow", None)  # makes the import fail
-    with pytest.raises(MissingExtraError, match=r"pip install 'groundtrace\[mlflow\]'"):
+    with pytest.raises(MissingExtraError, match=re.escape(install_hint("mlflow"))):
         MLflowSink()
 
 

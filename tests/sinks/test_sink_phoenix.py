@@ -3,6 +3,7 @@ and a loopback server for the exact wire payload, the retries and the failures."
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 
@@ -10,6 +11,7 @@ import pytest
 
 pytest.importorskip("phoenix.client")
 
+from groundtrace.errors import install_hint
 from groundtrace._extras import MissingExtraError  # noqa: E402
 from groundtrace.sinks import sink_class  # noqa: E402
 from groundtrace.score import Score  # noqa: E402
@@ -187,7 +189,7 @@ def test_a_slow_server_times_out_within_the_bound(loopback, record, grounded) ->
 
 def test_a_missing_sdk_names_the_extra_to_install(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "phoenix.client", None)  # makes the import fail
-    with pytest.raises(MissingExtraError, match=r"pip install 'groundtrace\[phoenix\]'"):
+    with pytest.raises(MissingExtraError, match=re.escape(install_hint("phoenix"))):
         PhoenixSink(base_url="http://127.0.0.1:9")
 
 

@@ -4,6 +4,7 @@ Phoenix sink's annotations land on the same root spans, and a second read knows 
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ pytest.importorskip("openinference.instrumentation.langchain")
 pytest.importorskip("openinference.instrumentation.llama_index")
 pytest.importorskip("opentelemetry.exporter.otlp.proto.http")
 
+from groundtrace.errors import install_hint
 from groundtrace import Evaluator  # noqa: E402
 from groundtrace._extras import MissingExtraError  # noqa: E402
 from groundtrace.sinks.phoenix import PhoenixSink  # noqa: E402
@@ -160,7 +162,7 @@ def test_the_endpoint_comes_from_the_phoenix_environment(monkeypatch, phoenix_ur
 
 def test_a_missing_client_names_the_extra_to_install(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "phoenix.client", None)
-    with pytest.raises(MissingExtraError, match=r"pip install 'groundtrace\[phoenix\]'"):
+    with pytest.raises(MissingExtraError, match=re.escape(install_hint("phoenix"))):
         open_source("phoenix:my-app", base_url="http://127.0.0.1:9")
 
 

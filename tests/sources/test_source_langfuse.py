@@ -7,6 +7,7 @@ Langfuse sink's scores go to the same server and show up on the next read."""
 
 from __future__ import annotations
 
+import re
 import gzip
 import json
 import sys
@@ -23,6 +24,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from platform_app import QUESTIONS, run_requests  # noqa: E402
 
+from groundtrace.errors import install_hint
 from groundtrace._extras import MissingExtraError  # noqa: E402
 from groundtrace.score import Score  # noqa: E402
 from groundtrace.sinks.langfuse import LangfuseSink  # noqa: E402
@@ -309,5 +311,5 @@ def test_settings_come_from_the_sdks_variables(langfuse_app, monkeypatch) -> Non
 
 def test_a_missing_sdk_names_the_extra_to_install(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "langfuse.api", None)
-    with pytest.raises(MissingExtraError, match=r"pip install 'groundtrace\[langfuse\]'"):
+    with pytest.raises(MissingExtraError, match=re.escape(install_hint("langfuse"))):
         LangfuseSource(public_key=PUBLIC, secret_key=SECRET)

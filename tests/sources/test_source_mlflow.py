@@ -3,6 +3,7 @@ sqlite store; the source reads the traces back, the MLflow sink writes assessmen
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from platform_app import ANSWERS, QUESTIONS, retrieved  # noqa: E402 - puts lc_a
 
 from lc_app import CORPUS, rag_chain, vector_retriever  # noqa: E402, I001
 
+from groundtrace.errors import install_hint  # noqa: E402
 from groundtrace._extras import MissingExtraError  # noqa: E402
 from groundtrace.score import Score  # noqa: E402
 from groundtrace.sinks.mlflow import MLflowSink  # noqa: E402
@@ -186,5 +188,5 @@ def test_a_down_tracking_server_names_the_url_and_what_to_do(refused_url, monkey
 
 def test_a_missing_sdk_names_the_extra_to_install(monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "mlflow", None)
-    with pytest.raises(MissingExtraError, match=r"pip install 'groundtrace\[mlflow\]'"):
+    with pytest.raises(MissingExtraError, match=re.escape(install_hint("mlflow"))):
         list(MLflowSource("rag-app").records())
