@@ -206,3 +206,42 @@ def test_the_default_is_grounding_or_the_verdict_file(monkeypatch, tmp_path):
 
     monkeypatch.setenv("GROUNDTRACE_VERDICT_FILE", str(DEFAULT_FILE))
     assert [m.name for m in groundtrace.guard().metrics] == ["combined"]
+
+
+def test_each_decision_goes_on_the_current_span_and_into_the_monitors_metrics(grounding):
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from groundtrace.monitor import Monitor
+
+    reader, exporter = InMemoryMetricReader(), InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    arrived = []
+    monitor = Monitor([grounding], [], isolation="thread", telemetry=MeterProvider(metric_readers=[reader]),
+                      flush_at_exit=False)
+    try:
+        guard = groundtrace.guard(policy="redact", monitor=monitor, on_score=lambda r, s: arrived.append(r))
+        with tracer_provider.get_tracer("app").start_as_current_span("request") as span:
+            decision = guard.check(QUESTION, CONTEXTS, PLANTED)
+            asyncio.run(guard.acheck(QUESTION, CONTEXTS, FAITHFUL))  # off the loop, in the request's context
+            ids = format(span.get_span_context().trace_id, "032x")
+        assert decision.action == "redacted"
+        [ended] = exporter.get_finished_spans()
+        assert ended.attributes["groundtrace.guard.action"] == "passed"  # the last decision's (one span here)
+        assert ended.attributes["groundtrace.guard.hallucinated"] is False
+        assert {record.trace_id for record in arrived} == {ids}  # the Scores link to the request's trace
+        assert monitor.flush(30) and monitor.stats.scored == 2 and monitor.stats.flagged == 1
+        points = [(metric.name, dict(point.attributes), point)
+                  for resource in reader.get_metrics_data().resource_metrics for scope in resource.scope_metrics
+                  for metric in scope.metrics for point in metric.data.data_points]
+        counted = {p[1]["groundtrace.guard.action"]: p[2].value for p in points
+                   if p[0] == "groundtrace.guard.decisions"}
+        assert counted == {"redacted": 1, "passed": 1}
+        waited = [p[2] for p in points if p[0] == "groundtrace.guard.duration"]
+        assert sum(point.count for point in waited) == 2
+    finally:
+        monitor.close()

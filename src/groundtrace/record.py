@@ -9,11 +9,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from groundtrace.errors import GroundtraceError
+
+if TYPE_CHECKING:  # score.py imports this module
+    from groundtrace.score import Score
 
 # C0/C1 control characters except tab, newline and carriage return: binary junk that would break
 # tokenizers, terminals and HTML, and never carries meaning in an answer.
@@ -186,6 +189,25 @@ class PendingRecord:
         """About how many characters of text the Record will hold (the Monitor bounds its queue by them once it
         backs up): lengths only, never a rendering; 0 when unknown."""
         return 0
+
+
+class Checked(PendingRecord):
+    """A Record with the Scores a guard gave it on the request's path (Monitor.submit_scored): the workers deliver
+    them instead of scoring it again."""
+
+    __slots__ = ("record", "scores")
+
+    def __init__(self, record: Record, scores: list[Score]) -> None:
+        super().__init__(id=record.id, run_id=record.run_id, trace_id=record.trace_id)
+        self.metadata = record.metadata  # Monitor.excludes reads the Record's own flag
+        self.record, self.scores = record, scores
+
+    def build(self) -> Record:
+        return self.record
+
+    def size_hint(self) -> int:
+        record = self.record
+        return len(record.question or "") + len(record.answer or "") + sum(map(len, record.contexts or ()))
 
 
 def realize(record: Record | PendingRecord) -> Record | InvalidInput:

@@ -4,7 +4,7 @@ delivered and the time it took; and the exception the ``raise`` policy raises wi
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from groundtrace.errors import GroundtraceError
 from groundtrace.score import Score, Span
@@ -26,6 +26,12 @@ class Decision:
     seconds: float = 0.0  # time the caller waited for the guard
     reason: str = ""
     answer: str = ""  # the answer as the model wrote it (the last one, after a reask)
+    reasked_from: str | None = None  # the model's first answer, when it was asked again
+
+    def summary(self) -> dict[str, Any]:
+        """What a Record delivered to staging says of its guard (``metadata["guard"]``): review and report
+        filter by its action."""
+        return {"action": self.action, "hallucinated": self.hallucinated, "seconds": round(self.seconds, 4)}
 
     @property
     def blocked(self) -> bool:

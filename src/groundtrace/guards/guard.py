@@ -17,27 +17,38 @@ delivers it if it is supported, else the fallback; ``raise`` raises GuardBlocked
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterable, Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from groundtrace.guards.decision import Action, Decision, GuardBlocked
+from groundtrace.capture.carried import read_item
+from groundtrace.guards.decision import Decision, GuardBlocked
+from groundtrace.guards.telemetry import DecisionTelemetry
 from groundtrace.metrics import Metric, get_metric
+from groundtrace.privacy import Mask
 from groundtrace.record import Record
 from groundtrace.redaction import get_logger
 from groundtrace.score import Score, Span
 from groundtrace.text.lang import guess_language
 from groundtrace.text.sentences import split_sentences
+from groundtrace.trace_context import otel_ids
+
+if TYPE_CHECKING:
+    from groundtrace.guards.streams import AsyncGuardedStream, GuardedStream, SentenceGate
+    from groundtrace.monitor import Monitor
 
 log = get_logger("groundtrace.guard")
 
 POLICIES = ("flag", "redact", "replace", "reask", "raise")
 ON_TIMEOUT = ("pass", "fallback")
+NOT_IN_BUDGET = "not checked within the budget"
+T = TypeVar("T")
 FALLBACK = {
     "en": "I can't answer that reliably from the documents I have.",
     "ru": "Не могу надёжно ответить на этот вопрос по имеющимся документам.",
@@ -51,7 +62,8 @@ OnScore = Callable[[Record, list[Score]], None]
 class Guard:
     def __init__(self, metrics: Sequence[str | Metric] | None = None, *, policy: str = "flag",
                  fallback: str | Mapping[str, str] | None = None, budget_ms: float | None = None,
-                 on_timeout: str = "pass", reask: Reask | None = None, on_score: OnScore | None = None) -> None:
+                 on_timeout: str = "pass", reask: Reask | None = None, on_score: OnScore | None = None,
+                 monitor: Monitor | None = None) -> None:
         if policy not in POLICIES:
             raise ValueError(f"guard: policy must be one of {POLICIES}, got {policy!r}")
         if on_timeout not in ON_TIMEOUT:
@@ -60,40 +72,101 @@ class Guard:
             raise ValueError("guard: the reask policy needs reask=, the function that asks the model once more")
         if budget_ms is not None and budget_ms <= 0:
             raise ValueError(f"guard: budget_ms must be above 0, got {budget_ms}")
-        self.metrics = [get_metric(m) for m in (metrics or _default_metrics())]
-        self.policy, self.on_timeout, self.budget_ms = policy, on_timeout, budget_ms
+        if monitor is not None and metrics is not None and _names(metrics) != [m.name for m in monitor.metrics]:
+            raise ValueError("guard: a guard that hands its Scores to a Monitor scores with that Monitor's metrics "
+                             f"({[m.name for m in monitor.metrics]}): leave metrics= out")
+        # with a Monitor, its very metrics (their options, their warm models): the Score staging gets is this one
+        self.metrics = list(monitor.metrics) if monitor is not None else \
+            [get_metric(m) for m in (metrics or _default_metrics())]
+        self.policy, self.on_timeout, self.budget_ms, self.monitor = policy, on_timeout, budget_ms, monitor
         self.fallback = dict(FALLBACK) | ({lang: fallback for lang in FALLBACK} if isinstance(fallback, str)
                                           else dict(fallback or {}))
         self._reask, self._on_score = reask, on_score
         self._counts: Counter[str] = Counter()
         self._lock = threading.Lock()
+        self._telemetry = DecisionTelemetry(monitor)
 
     # --------------------------------------------------------------------------------------- answers
     def check(self, question: str | None, contexts: Sequence[str], answer: str, *,
               language: str | None = None) -> Decision:
         """The decision on one answer (raises GuardBlocked under the ``raise`` policy, nothing else)."""
+        return self.check_record(guarded_record(question, contexts, answer, language))
+
+    def check_record(self, record: Record, *, monitor: Monitor | None = None, mask: Mask | None = None) -> Decision:
+        """check() for a Record an integration captured (its ids link the Score to the request's trace); its Scores
+        go to ``monitor`` (an application's handler's, with its ``mask``) instead of the guard's own."""
         started = time.perf_counter()
-        record = _record(question, contexts, answer, language)
-        scores = self._scores(record, self.budget_ms)
-        decision = self._decide(record, scores, started)
+        to = _To(monitor or self.monitor, mask)
+        scores, pending = self._scores(record, self.budget_ms)
+        try:
+            decision = self._decide(record, scores, started, to=to)
+        except GuardBlocked as blocked:
+            self._deliver(record, blocked.decision, scores, pending, to)
+            self._done(blocked.decision)
+            raise
+        if decision.reasked_from is None:  # a reask delivers both answers itself
+            self._deliver(record, decision, scores, pending, to)
         return self._done(decision)
 
     async def acheck(self, question: str | None, contexts: Sequence[str], answer: str, *,
                      language: str | None = None) -> Decision:
         """check() off the event loop."""
-        return await asyncio.get_running_loop().run_in_executor(
-            None, lambda: self.check(question, contexts, answer, language=language))
+        return await off_loop(lambda: self.check(question, contexts, answer, language=language))
+
+    async def acheck_record(self, record: Record, *, monitor: Monitor | None = None,
+                            mask: Mask | None = None) -> Decision:
+        """check_record() off the event loop."""
+        return await off_loop(lambda: self.check_record(record, monitor=monitor, mask=mask))
 
     def stream(self, question: str | None, contexts: Sequence[str], chunks: Iterable[str], *,
                language: str | None = None) -> GuardedStream:
         """The answer's chunks as the caller may see them: under ``flag`` untouched (the decision at the end);
         otherwise sentence by sentence, each checked before it is sent, at most one sentence held back."""
-        return GuardedStream(self, question, contexts, chunks, language)
+
+        return self.stream_record(guarded_record(question, contexts, "", language), chunks)
 
     def astream(self, question: str | None, contexts: Sequence[str], chunks: AsyncIterable[str], *,
                 language: str | None = None) -> AsyncGuardedStream:
         """stream() for an async iterator of chunks."""
-        return AsyncGuardedStream(self, question, contexts, chunks, language)
+
+        return self.astream_record(guarded_record(question, contexts, "", language), chunks)
+
+    def stream_record(self, record: Record | Callable[[], Record], chunks: Iterable[str]) -> GuardedStream:
+        """stream() for an integration: ``record`` may be a function that gives the passages known so far (read at
+        each sentence: an agent may retrieve while it answers)."""
+        from groundtrace.guards.streams import GuardedStream
+
+        return GuardedStream(self, record, chunks)
+
+    def astream_record(self, record: Record | Callable[[], Record], chunks: AsyncIterable[str]) -> AsyncGuardedStream:
+        """astream() for an integration (see stream_record)."""
+        from groundtrace.guards.streams import AsyncGuardedStream
+
+        return AsyncGuardedStream(self, record, chunks)
+
+    def gate(self, record: Record | Callable[[], Record], *, deliver: bool = True) -> SentenceGate:
+        """The sentence gate of one streamed answer, for a stream that carries other events too (see SentenceGate);
+        ``deliver=False``: the caller hands the whole answer to staging itself (deliver_streamed)."""
+        from groundtrace.guards.streams import SentenceGate
+
+        return SentenceGate(self, record, deliver)
+
+    def wrap(self, target: Any, **options: Any) -> Any:
+        """``target`` guarded, in its framework's shape: a LangChain Runnable or LangGraph graph
+        (groundtrace-langchain), a LlamaIndex query or chat engine (groundtrace-llamaindex); ``options`` are the
+        integration's (``answer_key=`` for a graph's state, say)."""
+        from groundtrace.guards.adapters import wrapper_for
+
+        return wrapper_for(target)(self, target, **options)
+
+    def __call__(self, value: Mapping[str, Any]) -> str:
+        """The text to deliver for ``{"question", "contexts" (or "context"), "answer"}``: what ``chain | guard``
+        runs (LangChain makes the guard a step that gets the previous step's output)."""
+        if not isinstance(value, Mapping) or "answer" not in value:
+            raise TypeError("guard: as a step, the guard takes a dict with the answer and its contexts "
+                            "({'question': ..., 'contexts': [...], 'answer': ...})")
+        contexts = value.get("contexts", value.get("context"))
+        return self.check(value.get("question"), passages(contexts), str(value["answer"])).text
 
     @property
     def stats(self) -> dict[str, int]:
@@ -102,27 +175,46 @@ class Guard:
             return dict(self._counts)
 
     # ------------------------------------------------------------------------------------ the check
-    def _scores(self, record: Record, budget_ms: float | None) -> list[Score] | None:
-        """The Scores of ``record``, or None when they are not there within the budget (then they are handed to
-        ``on_score`` when they come)."""
+    def _scores(self, record: Record, budget_ms: float | None) -> tuple[list[Score] | None, Future]:
+        """The Scores of ``record``, or None when they are not there within the budget, and the check (it goes on)."""
         future = _pool().submit(self._score_all, record)
         try:
-            scores = future.result(None if budget_ms is None else budget_ms / 1000.0)
+            return future.result(None if budget_ms is None else budget_ms / 1000.0), future
         except FutureTimeout:
             self._count("timed_out")
-            future.add_done_callback(lambda done: self._late(record, done))
-            return None
-        self._hand_over(record, scores)
-        return scores
+            return None, future
 
     def _score_all(self, record: Record) -> list[Score]:
         return [metric.score(record) for metric in self.metrics]
 
-    def _late(self, record: Record, done: Future) -> None:
-        if done.exception() is None:
-            self._hand_over(record, done.result())
+    def _deliver(self, record: Record, decision: Decision, scores: list[Score] | None, pending: Future,
+                 to: _To) -> None:
+        """The answer's Scores to the Monitor and ``on_score``, the decision in its metadata; a check over its
+        budget delivers when it ends."""
+        marked = record.model_copy(update={"metadata": {**record.metadata, "guard": decision.summary()}})
+        if scores is not None:
+            self._hand_over(marked, scores, to)
+        else:
+            pending.add_done_callback(lambda done: self._hand_over(marked, done.result(), to)
+                                      if done.exception() is None else None)
 
-    def _hand_over(self, record: Record, scores: list[Score]) -> None:
+    def _deliver_later(self, record: Record, decision: Decision) -> None:
+        self.deliver_streamed(record, decision)
+
+    def deliver_streamed(self, record: Record, decision: Decision, *, monitor: Monitor | None = None,
+                         mask: Mask | None = None) -> None:
+        """A streamed answer, checked sentence by sentence on the request's path: scored whole, off it, for staging
+        (``monitor``: an application's handler's, instead of the guard's own)."""
+        to = _To(monitor or self.monitor, mask)
+        if to.monitor is None and self._on_score is None:
+            return
+        marked = record.model_copy(update={"metadata": {**record.metadata, "guard": decision.summary()}})
+        _pool().submit(self._score_all, marked).add_done_callback(
+            lambda done: self._hand_over(marked, done.result(), to) if done.exception() is None else None)
+
+    def _hand_over(self, record: Record, scores: list[Score], to: _To) -> None:
+        if to.monitor is not None:
+            to.monitor.submit_scored(record, scores, mask=to.mask)  # never raises
         if self._on_score is None:
             return
         try:
@@ -131,11 +223,11 @@ class Guard:
             log.warning("groundtrace guard: on_score failed (%s)", type(error).__name__)
 
     def _decide(self, record: Record, scores: list[Score] | None, started: float, reasked: bool = False,
-                policy: str | None = None) -> Decision:
+                policy: str | None = None, to: _To | None = None) -> Decision:
         policy = policy or self.policy
         answer = record.answer or ""
         if scores is None or any(s.error for s in scores):
-            why = "not checked within the budget" if scores is None else "the check failed: " + "; ".join(
+            why = NOT_IN_BUDGET if scores is None else "the check failed: " + "; ".join(
                 f"{s.metric}: {s.error}" for s in scores if s.error)
             if self.on_timeout == "fallback":
                 return Decision("replaced", None, self._fallback(record), scores or [], [], _since(started), why,
@@ -155,12 +247,14 @@ class Guard:
             if kept.strip():
                 return _with(decision, action="redacted", text=kept)
         if policy == "reask" and not reasked:
-            return self._reasked(record, decision, started)
+            return self._reasked(record, decision, started, to or _To(self.monitor, None))
         if policy == "raise":
             raise GuardBlocked(_with(decision, action="raised", seconds=_since(started)))
         return _with(decision, action="replaced", text=self._fallback(record))
 
-    def _reasked(self, record: Record, first: Decision, started: float) -> Decision:
+    def _reasked(self, record: Record, first: Decision, started: float, to: _To) -> Decision:
+        """The model asked once more; both its answers reach staging (each is one the model wrote), the first
+        marked as asked again."""
         phrases = [s.text for s in first.spans]
         assert self._reask is not None  # the constructor refuses the reask policy without it
         try:
@@ -168,13 +262,17 @@ class Guard:
         except Exception as error:
             log.warning("groundtrace guard: reask failed (%s): the fallback is delivered", type(error).__name__)
             return _with(first, action="replaced", text=self._fallback(record), seconds=_since(started))
-        again = record.model_copy(update={"answer": answer})
+        again = record.model_copy(update={"answer": answer, "id": None if record.id is None else f"{record.id}.reask"})
         left = None if self.budget_ms is None else max(1.0, self.budget_ms - 1000 * (time.perf_counter() - started))
-        decision = self._decide(again, self._scores(again, left), started, reasked=True)
-        if decision.hallucinated is False:
-            return decision
-        return _with(decision, action="replaced", text=self._fallback(record),
-                     reason=f"asked again, still unsupported: {decision.reason}")
+        scores, pending = self._scores(again, left)
+        decision = self._decide(again, scores, started, reasked=True)
+        decision = _with(decision, reasked_from=record.answer or "")
+        if decision.hallucinated is not False:
+            decision = _with(decision, action="replaced", text=self._fallback(record),
+                             reason=f"asked again, still unsupported: {decision.reason}")
+        self._deliver(record, _with(first, action="reasked"), first.scores, pending, to)
+        self._deliver(again, decision, scores, pending, to)
+        return decision
 
     def _fallback(self, record: Record) -> str:
         language = record.language or guess_language(record.answer or "")
@@ -182,150 +280,12 @@ class Guard:
 
     def _done(self, decision: Decision) -> Decision:
         self._count("checked", decision.action)
+        self._telemetry.record(decision, NOT_IN_BUDGET in decision.reason)
         return decision
 
     def _count(self, *names: str) -> None:
         with self._lock:
             self._counts.update(names)
-
-
-class GuardedStream:
-    """Iterate it for the pieces to send; ``decision`` is set when it is exhausted."""
-
-    def __init__(self, guard: Guard, question: str | None, contexts: Sequence[str], chunks: Iterable[str],
-                 language: str | None) -> None:
-        self.guard, self.question, self.contexts, self.language = guard, question, list(contexts), language
-        self._chunks = chunks
-        self._sentences = _SentenceChecks(guard, question, self.contexts, language)
-        self.decision: Decision | None = None
-        self.held_back = 0  # the most characters held back at any time (at most one sentence and what follows it)
-
-    def __iter__(self) -> Iterator[str]:
-        if self.guard.policy == "flag":
-            answer = []
-            for chunk in self._chunks:
-                answer.append(chunk)
-                yield chunk
-            self.decision = self.guard.check(self.question, self.contexts, "".join(answer), language=self.language)
-            return
-        buffer = ""
-        for chunk in self._chunks:
-            buffer += chunk
-            self.held_back = max(self.held_back, len(buffer))
-            sentence, buffer = _first_sentence(buffer)
-            while sentence is not None:
-                piece = self._sentences.checked(sentence)
-                if piece:
-                    yield piece
-                if self._sentences.stopped:
-                    self._close(self._chunks)
-                    self.decision = self._sentences.decision()
-                    return
-                sentence, buffer = _first_sentence(buffer)
-        if buffer:
-            piece = self._sentences.checked(buffer)
-            if piece:
-                yield piece
-        self.decision = self._sentences.decision()
-
-    @staticmethod
-    def _close(chunks: Any) -> None:
-        close = getattr(chunks, "close", None)
-        if callable(close):
-            close()
-
-
-class AsyncGuardedStream:
-    """GuardedStream for async chunks: ``async for piece in guard.astream(...)``; checks run off the event loop."""
-
-    def __init__(self, guard: Guard, question: str | None, contexts: Sequence[str], chunks: AsyncIterable[str],
-                 language: str | None) -> None:
-        self.guard, self.question, self.contexts, self.language = guard, question, list(contexts), language
-        self._chunks = chunks
-        self._sentences = _SentenceChecks(guard, question, self.contexts, language)
-        self.decision: Decision | None = None
-        self.held_back = 0
-
-    async def __aiter__(self) -> AsyncIterator[str]:
-        loop = asyncio.get_running_loop()
-        if self.guard.policy == "flag":
-            answer = []
-            async for chunk in self._chunks:
-                answer.append(chunk)
-                yield chunk
-            self.decision = await self.guard.acheck(self.question, self.contexts, "".join(answer),
-                                                    language=self.language)
-            return
-        buffer = ""
-        async for chunk in self._chunks:
-            buffer += chunk
-            self.held_back = max(self.held_back, len(buffer))
-            sentence, buffer = _first_sentence(buffer)
-            while sentence is not None:
-                piece = await loop.run_in_executor(None, self._sentences.checked, sentence)
-                if piece:
-                    yield piece
-                if self._sentences.stopped:
-                    close = getattr(self._chunks, "aclose", None)
-                    if callable(close):
-                        await close()
-                    self.decision = self._sentences.decision()
-                    return
-                sentence, buffer = _first_sentence(buffer)
-        if buffer:
-            piece = await loop.run_in_executor(None, self._sentences.checked, buffer)
-            if piece:
-                yield piece
-        self.decision = self._sentences.decision()
-
-
-class _SentenceChecks:
-    """A streamed answer's sentences, each checked as it ends; what to send for each, and the decision."""
-
-    def __init__(self, guard: Guard, question: str | None, contexts: list[str], language: str | None) -> None:
-        self.guard, self.question, self.contexts, self.language = guard, question, contexts, language
-        self.started = time.perf_counter()
-        self.answer, self.sent = "", ""
-        self.spans: list[Span] = []
-        self.scores: list[Score] = []
-        self.actions: list[Action] = []
-        self.verdicts: list[bool | None] = []
-        self.stopped = False
-        self.waited = 0.0
-
-    def checked(self, sentence: str) -> str:
-        offset, self.answer = len(self.answer), self.answer + sentence
-        began = time.perf_counter()
-        record = _record(self.question, self.contexts, sentence, self.language)
-        scores = self.guard._scores(record, self.guard.budget_ms)
-        # in a stream what was sent cannot be asked for again (an unsupported sentence is replaced instead), and
-        # redacting a sentence is leaving it out
-        decision = self.guard._decide(record, scores, began,
-                                      policy={"reask": "replace", "redact": "flag"}.get(self.guard.policy))
-        self.waited += time.perf_counter() - began
-        self.scores += decision.scores
-        self.spans += [span.model_copy(update={"start": span.start + offset, "end": span.end + offset})
-                       for span in decision.spans]
-        action: Action = "redacted" if self.guard.policy == "redact" and decision.hallucinated else decision.action
-        self.actions.append(action)
-        self.verdicts.append(decision.hallucinated)
-        if action in ("passed", "unchecked", "flagged"):
-            piece = sentence
-        elif action == "redacted":
-            piece = ""
-        else:  # replaced: the fallback ends the answer
-            piece = ("" if not self.sent or self.sent[-1:].isspace() else " ") + decision.text
-            self.stopped = True
-        self.sent += piece
-        return piece
-
-    def decision(self) -> Decision:
-        hallucinated = True if True in self.verdicts else None if None in self.verdicts else False
-        action: Action = "replaced" if "replaced" in self.actions else "redacted" if "redacted" in self.actions else \
-            "unchecked" if "unchecked" in self.actions else "passed"
-        decision = Decision(action, hallucinated, self.sent, self.scores, self.spans, self.waited,
-                            f"{len(self.actions)} sentence(s) checked: " + ", ".join(self.actions), self.answer)
-        return self.guard._done(decision)
 
 
 def redacted(answer: str, spans: Sequence[Span]) -> str:
@@ -341,18 +301,40 @@ def redacted(answer: str, spans: Sequence[Span]) -> str:
     return "".join(kept).rstrip()
 
 
-def _first_sentence(buffer: str) -> tuple[str | None, str]:
-    """The first sentence of ``buffer`` with the blanks after it, once another sentence has begun after it."""
-    sentences = split_sentences(buffer)
-    if len(sentences) < 2:
-        return None, buffer
-    return buffer[: sentences[1].start], buffer[sentences[1].start:]
+async def off_loop(function: Callable[..., T], *args: Any) -> T:
+    """``function(*args)`` on the default executor, in the caller's context (its current span, its capture), so
+    that the event loop goes on while a check runs."""
+    context = contextvars.copy_context()
+    return await asyncio.get_running_loop().run_in_executor(None, lambda: context.run(function, *args))
 
 
-def _record(question: str | None, contexts: Sequence[str], answer: str, language: str | None) -> Record:
+def guarded_record(question: str | None, contexts: Sequence[str], answer: str, language: str | None) -> Record:
+    """The Record a guard checks, linked to the current OpenTelemetry span when there is one."""
     if isinstance(contexts, str) or not all(isinstance(c, str) for c in contexts):
         raise TypeError("guard: contexts must be a list of strings (the passages the answer was written from)")
-    return Record(question=question, contexts=list(contexts), answer=answer, language=language)
+    ids = otel_ids()
+    return Record(question=question, contexts=list(contexts), answer=answer, language=language,
+                  trace_id=ids[0] if ids else None, span_id=ids[1] if ids else None)
+
+
+def passages(value: Any) -> list[str]:
+    """A step's contexts as texts: strings, LangChain Documents, LlamaIndex nodes (capture's own reading)."""
+    if value is None:
+        return []
+    items = [value] if isinstance(value, str) else list(value)
+    found = [read_item(item) for item in items]
+    return [item.text for item in found if item is not None]
+
+
+class _To(NamedTuple):
+    """Where a check's Scores go besides ``on_score``: a Monitor, and the mask it applies for its caller."""
+
+    monitor: Monitor | None
+    mask: Mask | None
+
+
+def _names(metrics: Sequence[str | Metric]) -> list[str]:
+    return [m if isinstance(m, str) else m.name for m in metrics]
 
 
 def _with(decision: Decision, **changes: Any) -> Decision:
@@ -388,5 +370,5 @@ def _pool() -> ThreadPoolExecutor:
 
 def guard(metrics: Sequence[str | Metric] | None = None, **options: Any) -> Guard:
     """A Guard (see the module's docstring): ``policy``, ``fallback``, ``budget_ms``, ``on_timeout``, ``reask``,
-    ``on_score``."""
+    ``on_score``, ``monitor``."""
     return Guard(metrics, **options)

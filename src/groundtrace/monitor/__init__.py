@@ -34,8 +34,9 @@ from groundtrace.monitor.at_exit import arm_in_child, register_exit_flush, regis
 from groundtrace.monitor.stats import MonitorStats
 from groundtrace.monitor.workers import STOP, BoundedQueue, Workers
 from groundtrace.privacy import Mask, load_mask, mask_reference
-from groundtrace.record import PendingRecord, Record
+from groundtrace.record import Checked, PendingRecord, Record
 from groundtrace.redaction import RateLimitedWarning, failure_text, get_logger
+from groundtrace.score import Score
 from groundtrace.scoring.process import ScoringSetup
 from groundtrace.sinks import close_sinks, flush_sinks, out_of_process
 from groundtrace.sinks.default_store import live_sinks, summary, unrecorded
@@ -378,6 +379,12 @@ class Monitor(Workers):
                 self._stats.dropped += 1
             return False
 
+    def submit_scored(self, record: Record, scores: Sequence[Score], *, sample_rate: float | None = None,
+                      mask: Mask | None = None) -> bool:
+        """Offer a record a guard has already scored with this Monitor's metrics: the workers mask it and deliver
+        ``scores`` to every sink, with its metrics, as if they had scored it (never twice). As :meth:`submit`."""
+        return self.submit(Checked(record, list(scores)), sample_rate=sample_rate, mask=mask)
+
     def _count_sink_errors(self, count: int) -> None:
         with self._lock:
             self._stats.sink_errors += count
@@ -458,21 +465,6 @@ class Monitor(Workers):
                                 dict(self._no_record_reasons)))
         elif stats.no_record:
             log.warning(unrecorded(dict(self._no_record_reasons)))
-
-    def _drop_queued(self) -> None:
-        """Records still waiting when close() gives up are dropped, and counted as such."""
-        while True:
-            try:
-                item = self._queue.popleft()
-            except IndexError:
-                return
-            if item is STOP:
-                continue
-            with self._lock:
-                self._queue.bytes -= item[2]
-                self._stats.dropped += 1
-                self._in_flight -= 1
-                self._idle.notify_all()
 
     @property
     def workers_alive(self) -> int:

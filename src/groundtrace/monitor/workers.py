@@ -25,8 +25,9 @@ from typing import Any
 
 from groundtrace.monitor.cpu_budget import CpuBudget
 from groundtrace.metrics import Metric
-from groundtrace.privacy import Mask, chain_masks, mask_reference, take_in, text_free_record
-from groundtrace.record import InvalidInput, PendingRecord, Record, bound_record, placeholder_record, realize
+from groundtrace.privacy import Mask, chain_masks, mask_reference, take_in, text_free_record, text_free_score
+from groundtrace.record import (Checked, InvalidInput, PendingRecord, Record, bound_record, placeholder_record,
+                                realize)
 from groundtrace.redaction import RateLimitedWarning, get_logger
 from groundtrace.score import Score
 from groundtrace.scoring.child import flagged_mask, warm_up_all
@@ -232,6 +233,11 @@ class Workers:
 
     # ------------------------------------------------------------------------------------ scoring
     def _score_batch(self, scorer: Any, batch: list[tuple[Record | PendingRecord, Mask | None, int]]) -> None:
+        if any(type(entry[0]) is Checked for entry in batch):
+            self._deliver_checked([entry for entry in batch if type(entry[0]) is Checked])
+            batch = [entry for entry in batch if type(entry[0]) is not Checked]
+            if not batch:
+                return
         started_cpu = time.thread_time()
         spent_before = self._stats.cpu_s
         if self.telemetry is not None:
@@ -244,6 +250,25 @@ class Workers:
         self._spend(time.thread_time() - started_cpu)
         if self.budget is not None:  # with several workers this counts the others' too: smaller batches, no harm
             self.budget.note_records(len(items), self._stats.cpu_s - spent_before)
+
+    def _deliver_checked(self, batch: list[tuple[Any, Mask | None, int]]) -> None:
+        """Records a guard scored on the request's path (Monitor.submit_scored): masked here, their Scores delivered
+        to every sink and counted as the Monitor's own; no metric runs again and no scoring process sees them."""
+        for checked, call_mask, _ in batch:
+            mask = chain_masks(call_mask, self.mask)
+            taken = take_in(bound_record(checked.record), mask)
+            if isinstance(taken, InvalidInput):
+                log.warning("groundtrace: record %s not scored: %s", taken.id, taken.message)
+                record = placeholder_record(taken)
+                self._settle(Item(record, kind="i", reason=taken.message), Outcome(
+                    "failed", deliver=(record, [m.score(taken) for m in self.metrics]), everywhere=True))
+                continue
+            # they were made from the unmasked text (their reasons and spans quote it): with a mask, without text
+            given = {score.metric: score if mask is None else text_free_score(score) for score in checked.scores}
+            scores = [given.get(m.name) or m.error("the guard did not score this metric", taken.id)
+                      for m in self.metrics]
+            self._settle(Item(taken), Outcome("scored" if all(s.ok for s in scores) else "failed",
+                                              deliver=(taken, scores), flagged=flagged_mask(scores), everywhere=True))
 
     def _spend(self, cpu_s: float) -> None:
         """CPU that groundtrace used (a worker's thread, a metric's, a scoring process's): counted, and
@@ -319,11 +344,12 @@ class Workers:
                 record = item.record if item.masked else text_free_record(item.record)  # unmasked text stays here
                 scores = [metric.error(outcome.unscored, item.record.id) for metric in self.metrics]
                 self._lanes.deliver(self.sinks, record, scores, capture_text=self.capture_text)
-            elif outcome.deliver is not None and self._own_sinks:
+            elif outcome.deliver is not None and (self._own_sinks or outcome.everywhere):
                 record, scores = outcome.deliver
                 # a scoring process already took the text out when capture_text is off
-                self._lanes.deliver(self._own_sinks, record, scores,
-                                    capture_text=self.capture_text or self.isolation == "process")
+                self._lanes.deliver(self.sinks if outcome.everywhere else self._own_sinks, record, scores,
+                                    capture_text=self.capture_text or (self.isolation == "process"
+                                                                       and not outcome.everywhere))
         except Exception:
             log.exception("groundtrace: delivering record %s failed", item.record.id)
         if self.telemetry is not None:  # before it counts as settled: a flush() returns with its metrics recorded
@@ -359,3 +385,18 @@ class Workers:
             self.telemetry.settled(item.record, summary, outcome.latency_ms)
         except Exception:  # a metrics bug must not stop the worker; said each time, never swallowed
             log.exception("groundtrace: recording the metrics of record %s failed", item.record.id)
+
+    def _drop_queued(self) -> None:
+        """Records still waiting when close() gives up are dropped, and counted as such."""
+        while True:
+            try:
+                item = self._queue.popleft()
+            except IndexError:
+                return
+            if item is STOP:
+                continue
+            with self._lock:
+                self._queue.bytes -= item[2]
+                self._stats.dropped += 1
+                self._in_flight -= 1
+                self._idle.notify_all()

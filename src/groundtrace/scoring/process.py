@@ -225,6 +225,8 @@ class Outcome:
     flagged: int = 0
     #: the Scores' summary for the Monitor's metrics (the scoring process's encoding, decoded when used)
     evaluations: Evaluations | bytes | None = None
+    #: ``deliver`` goes to every sink, not only the application's own: no scoring process saw it (a guard's Scores)
+    everywhere: bool = False
 
 
 _PLAIN = b'["s",null,true,null,'  # the usual item: score it, nothing to mask in the child

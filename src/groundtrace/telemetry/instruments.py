@@ -61,6 +61,8 @@ QUEUED, WORKERS = "groundtrace.monitor.queued", "groundtrace.monitor.workers"
 LAST_PROGRESS = "groundtrace.monitor.last_progress.timestamp"
 DURATION, CPU = "groundtrace.monitor.scoring.duration", "groundtrace.monitor.cpu"
 TOKENS, COST = "gen_ai.client.token.usage", "groundtrace.judge.cost.usd"
+GUARD_DECISIONS, GUARD_DURATION = "groundtrace.guard.decisions", "groundtrace.guard.duration"
+GUARD_ACTION, GUARD_TIMED_OUT = "groundtrace.guard.action", "groundtrace.guard.timed_out"
 
 METRIC, LABEL, OUTCOME, LANGUAGE = ("gen_ai.evaluation.name", "gen_ai.evaluation.score.label",
                                     "groundtrace.outcome", "groundtrace.language")
@@ -100,6 +102,14 @@ class Instruments:
         self.tokens = meter.create_histogram(
             TOKENS, unit="{token}", explicit_bucket_boundaries_advisory=TOKEN_BUCKETS,
             description="Number of input and output tokens used.")
+        # a guard's decisions, recorded on the application's thread as it decides (an add: no lock of ours)
+        self.guard_decisions = meter.create_counter(
+            GUARD_DECISIONS, unit="{answer}",
+            description="Answers a guard checked, by action (passed, flagged, redacted, replaced, reasked, raised, "
+                        "unchecked) and whether the check ran past its budget")
+        self.guard_duration = meter.create_histogram(
+            GUARD_DURATION, unit="s", explicit_bucket_boundaries_advisory=DURATION_BUCKETS,
+            description="Seconds the caller waited for a guard's check")
         meter.create_observable_counter(EVALUATIONS, [self._evaluations], unit="{evaluation}",
                                         description="Metric results by outcome: flagged, passed, error")
         for field, description in HEALTH_COUNTERS:
@@ -214,6 +224,7 @@ def instruments_for(provider: Any) -> Instruments:
         return found[1]
 
 
-__all__ = ["COST", "CPU", "DURATION", "DURATION_BUCKETS", "EVALUATIONS", "HEALTH_COUNTERS", "Instruments",
+__all__ = ["COST", "CPU", "DURATION", "DURATION_BUCKETS", "EVALUATIONS", "GUARD_ACTION", "GUARD_DECISIONS",
+           "GUARD_DURATION", "GUARD_TIMED_OUT", "HEALTH_COUNTERS", "Instruments",
            "LAST_PROGRESS", "OUTCOMES", "QUEUED", "SCORE", "SCORE_BUCKETS", "TOKENS", "TOKEN_BUCKETS", "WORKERS",
            "instruments_for"]

@@ -42,6 +42,9 @@ DEFAULT_MAX_ROOTS = 10_000
 MAX_SOURCES = 256
 EVICTED_HINT = "evicted past max_roots, e.g. a stream dropped without closing it: raise max_roots or close your streams"
 _UNSET: Any = object()
+# the runs a guard wraps (groundtrace_langchain.guarded.GuardedRun), by run id, while they run: an application's
+# handler on the same run hands its Monitor to the guard instead of scoring the answer again
+GUARDED: dict[str, Any] = {}
 
 
 @dataclass(eq=False, slots=True)

@@ -33,7 +33,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 from langchain_core.runnables.config import var_child_runnable_config
 
-from groundtrace_langchain.collector import COLLECTOR, Retrieval, RootRun, log, report_failure
+from groundtrace_langchain.collector import COLLECTOR, GUARDED, Retrieval, RootRun, log, report_failure
 from groundtrace_langchain.events import (RunKey, UnreadableEvent, metadata_dict, parent_key, run_key, run_name,
                                           run_text, tag_list)
 from groundtrace_langchain.extract import STEP_OUTPUTS, history_session
@@ -374,8 +374,11 @@ class GroundtraceCallbackHandler(BaseCallbackHandler):
             if root.tools:  # for the later turns of its thread, which read these outputs again
                 COLLECTOR.ended.append((root.run_id, root.tools))
             record = read_end(root, outputs, end_inputs, self.answer_key, self.tools)
-            # the Monitor samples and counts exclusions; an excluded Record carries the run's flag
-            self.monitor.submit(record, sample_rate=self._sample_rate, mask=self._mask)
+            guarded = GUARDED.get(root.run_id)
+            if guarded is not None and self._monitor is not guarded.capture and guarded.adopt(self.monitor):
+                guarded.mask = self._mask  # a guard checks this run: its Score goes to this Monitor, scored once
+            else:  # the Monitor samples and counts exclusions; an excluded Record carries the run's flag
+                self.monitor.submit(record, sample_rate=self._sample_rate, mask=self._mask)
         except NothingToScore as nothing:
             COLLECTOR.counts.no_record(nothing.reason, nothing.hint, warn=nothing.called_model)
             if not root.excluded:  # the Monitor's exit summary counts the turns that made no record
