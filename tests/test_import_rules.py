@@ -102,8 +102,10 @@ MAY_IMPORT = {part: allowed | BOTTOM for part, allowed in {
     "review": {"review", "io", "report", "combine", "detector", "record", "score"},
     # what applications and integrations call: turns and retrievals handed to a Monitor, or a sink
     "capture": {"capture", "monitor", "sinks", "privacy", "config", "record", "score", "trace_context"},
-    # guard mode: the metrics staging runs, checked on the answer's path
-    "guards": {"guards", "metrics", "text", "config", "record", "score"},
+    # guard mode: the metrics staging runs, checked on the answer's path, the Scores handed to a Monitor, each
+    # decision on the request's span and in the Monitor's metrics; capture reads a step's passages
+    "guards": {"guards", "monitor", "telemetry", "capture", "metrics", "privacy", "trace_context", "text", "config",
+               "record", "score"},
     "testing": {"testing", "metrics", "record", "score"},
     "privacy.py": {"record", "score"},
     # metrics where users evaluate: LangSmith's and MLflow's evaluation loops

@@ -9,14 +9,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from groundtrace.errors import GroundtraceError
-
-if TYPE_CHECKING:  # score.py imports this module
-    from groundtrace.score import Score
 
 # C0/C1 control characters except tab, newline and carriage return: binary junk that would break
 # tokenizers, terminals and HTML, and never carries meaning in an answer.
@@ -197,7 +194,7 @@ class Checked(PendingRecord):
 
     __slots__ = ("record", "scores")
 
-    def __init__(self, record: Record, scores: list[Score]) -> None:
+    def __init__(self, record: Record, scores: list[Any]) -> None:  # Scores (score.py imports this module)
         super().__init__(id=record.id, run_id=record.run_id, trace_id=record.trace_id)
         self.metadata = record.metadata  # Monitor.excludes reads the Record's own flag
         self.record, self.scores = record, scores
