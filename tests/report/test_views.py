@@ -175,3 +175,14 @@ def test_metadata_keys_that_make_no_groups_are_not_offered():
     assert "metadata.release" in keys and "metadata.label" in keys
     assert "metadata.request" not in keys  # 1001 distinct values: one group per record
     assert "metadata.prompt" not in keys  # longer than 200 characters
+
+
+def test_a_breakdown_by_what_a_guard_did_with_each_answer():
+    records = rows()
+    for row, action in zip(records, ["redacted", "passed", "redacted", None], strict=True):
+        if action is not None:
+            row.record.metadata["guard"] = {"action": action, "hallucinated": action != "passed", "seconds": 0.02}
+    groups = breakdown(records, "guard", LABELS)
+    assert [(g["value"], g["rows"]) for g in groups] == [("passed", [1]), ("redacted", [0, 2]), (None, [3])]
+    assert "guard" in views_data(records, LABELS)["group_keys"]
+    assert "guard" not in views_data(rows(), LABELS)["group_keys"]  # no record a guard saw: no such view

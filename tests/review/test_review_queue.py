@@ -46,3 +46,12 @@ def test_progress_says_how_far_from_a_fit() -> None:
     assert done.sentence() == "37 labelled: 9 unsupported, 1 skipped; enough for `fit`"
     few = progress({key: decide(key, "unsupported") for key in keys[:12]}, keys)
     assert few.sentence() == "12 labelled: 12 unsupported; `fit` needs 30 with 8 of each" and not few.ready
+
+
+def test_the_queue_narrows_to_what_a_guard_did_with_the_answer() -> None:
+    rows = [row("a", 0.1, guard={"action": "redacted", "hallucinated": True, "seconds": 0.03}),
+            row("b", 0.9, guard={"action": "passed", "hallucinated": False, "seconds": 0.02}), row("c", 0.2)]
+    assert ids(queue(rows, Filters(guard="redacted"), {})) == ["a"]
+    assert ids(queue(rows, Filters(guard="passed"), {})) == ["b"]
+    assert ids(queue(rows, Filters.of({"guard": "replaced"}), {})) == []
+    assert sorted(ids(queue(rows, Filters(), {}))) == ["a", "b", "c"]

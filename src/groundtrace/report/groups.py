@@ -9,13 +9,15 @@
   ``score --from`` keeps for every trace it reads), ``metadata["time"]`` or ``metadata["timestamp"]``
   that reads as a time: an ISO 8601 string, or a number of seconds (milliseconds above 1e11) since
   1970. A Record has no time field of its own; records without such a key have no day.
+- ``guard``: what a guard did with the answer before the user saw it (``metadata["guard"]["action"]``: passed,
+  flagged, redacted, replaced, reasked, raised, unchecked), for the records a guard handed to staging.
 - ``metadata.KEY``: the value of a metadata key that holds a string, number or boolean (offered
   where its values are at most 200 characters and 1000 distinct ones).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime, timezone
 from typing import Any
 
@@ -24,7 +26,7 @@ from groundtrace.score import ScoredRecord
 
 TIME_KEYS = ("started", "time", "timestamp")
 META = "metadata."
-BUILT_IN = ("language", "session", "day")
+BUILT_IN = ("language", "session", "day", "guard")
 MAX_GROUPS = 1000  # distinct values of a metadata key offered as a breakdown
 MAX_VALUE_CHARS = 200
 
@@ -77,6 +79,9 @@ def group_of(row: ScoredRecord, key: str) -> str | None:
         return row.record.session_id or None
     if key == "day":
         return day_of(row)
+    if key == "guard":  # what a guard did with the answer before the user saw it
+        guard = row.record.metadata.get("guard")
+        return _scalar(guard.get("action")) if isinstance(guard, Mapping) else None
     if key.startswith(META):
         return _scalar(row.record.metadata.get(key[len(META):]))
     raise ValueError(f"cannot break records down by {key!r}: one of {', '.join(BUILT_IN)} or metadata.KEY")

@@ -33,6 +33,7 @@ class Filters:
     session: str = ""
     meta_key: str = ""
     meta_value: str = ""
+    guard: str = ""  # what a guard did with the answer (metadata["guard"]["action"]): "redacted", "passed", ...
 
     @classmethod
     def of(cls, query: Mapping[str, str]) -> Filters:
@@ -127,7 +128,14 @@ def matches(item: Item, filters: Filters, decisions: Mapping[str, Decision]) -> 
         value = item.row.record.metadata.get(filters.meta_key)
         if value is None or (filters.meta_value and str(value) != filters.meta_value):
             return False
-    return True
+    return not filters.guard or guard_action(item.row) == filters.guard
+
+
+def guard_action(row: ScoredRecord) -> str | None:
+    """What a guard did with this answer before the user saw it (a record a guard handed to staging says so)."""
+    guard = row.record.metadata.get("guard")
+    action = guard.get("action") if isinstance(guard, Mapping) else None
+    return action if isinstance(action, str) else None
 
 
 def _verdict_matches(item: Item, filters: Filters, decisions: Mapping[str, Decision]) -> bool:
