@@ -1,0 +1,255 @@
+"""Guard mode for LlamaIndex: ``groundtrace.guard(...).wrap(engine)`` gives back the query or chat engine with each
+answer checked against the nodes it was written from before the caller gets it.
+
+    engine = groundtrace.guard(policy="redact").wrap(index.as_query_engine())
+    response = engine.query("What does entry cost?")      # .response is what may be shown
+    response.metadata["groundtrace"]                      # {"action", "hallucinated", "reason", "spans"}
+
+Query engines: ``query`` / ``aquery``, streaming ones too (the StreamingResponse's ``response_gen`` yields the guarded
+pieces; the verdict is in ``metadata`` once it is read to its end). Chat engines: ``chat`` / ``achat`` /
+``stream_chat`` / ``astream_chat``; the chat history keeps what the user was shown. Everything else is the engine's.
+The contexts are the response's ``source_nodes``; the question is the query string or the chat message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Iterator
+from typing import Any
+
+from groundtrace.guards import AsyncGuardedStream, Decision, Guard, GuardBlocked, GuardedStream
+from llama_index.core.base.base_query_engine import BaseQueryEngine
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.base.response.schema import AsyncStreamingResponse, Response, StreamingResponse
+from llama_index.core.chat_engine.types import AgentChatResponse, BaseChatEngine, StreamingAgentChatResponse
+from llama_index.core.memory import BaseMemory
+from llama_index.core.schema import NodeWithScore, QueryBundle
+
+KEY = "groundtrace"  # the decision's place in a response's metadata
+OnDecision = Callable[[Decision], None]
+
+
+def wrap(guard: Guard, target: Any, **options: Any) -> GuardedQueryEngine | GuardedChatEngine:
+    """``target`` (a query or chat engine) guarded by ``guard``; the entry point ``Guard.wrap`` finds."""
+    if options:
+        raise TypeError(f"groundtrace guard: a LlamaIndex engine takes no options, got {sorted(options)}")
+    if isinstance(target, BaseQueryEngine):
+        return GuardedQueryEngine(guard, target)
+    if isinstance(target, BaseChatEngine):
+        return GuardedChatEngine(guard, target)
+    raise TypeError(f"groundtrace guard: cannot wrap a {type(target).__qualname__}: LlamaIndex query engines "
+                    "(BaseQueryEngine) and chat engines (BaseChatEngine) are guarded; an agent or workflow is not yet")
+
+
+class _Guarded:
+    """The engine, with what is not guarded handed to it."""
+
+    def __init__(self, guard: Guard, engine: Any) -> None:
+        self.guard, self.engine = guard, engine
+
+    def __getattr__(self, name: str) -> Any:
+        if name in ("guard", "engine"):  # not set yet (a copy being made): no recursion into ourselves
+            raise AttributeError(name)
+        return getattr(self.engine, name)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.engine!r}, policy={self.guard.policy!r})"
+
+
+class GuardedQueryEngine(_Guarded):
+    """A query engine whose responses are checked (see the module's docstring)."""
+
+    def query(self, str_or_query_bundle: str | QueryBundle) -> Any:
+        return _guarded(self.guard, _question(str_or_query_bundle), self.engine.query(str_or_query_bundle))
+
+    async def aquery(self, str_or_query_bundle: str | QueryBundle) -> Any:
+        response = await self.engine.aquery(str_or_query_bundle)
+        return await _aguarded(self.guard, _question(str_or_query_bundle), response)
+
+
+class GuardedChatEngine(_Guarded):
+    """A chat engine whose replies are checked; its memory is told what the user was shown."""
+
+    def chat(self, message: str, *args: Any, **kwargs: Any) -> Any:
+        return self._reply(message, self.engine.chat(message, *args, **kwargs))
+
+    async def achat(self, message: str, *args: Any, **kwargs: Any) -> Any:
+        reply = await self.engine.achat(message, *args, **kwargs)
+        if isinstance(reply, StreamingAgentChatResponse):
+            return self._reply(message, reply)
+        decision = await self.guard.acheck(_text(message), _contexts(reply.source_nodes), reply.response)
+        await _aamend(self.engine, decision)
+        return _replaced(reply, decision)
+
+    def stream_chat(self, message: str, *args: Any, **kwargs: Any) -> Any:
+        return self._reply(message, self.engine.stream_chat(message, *args, **kwargs))
+
+    async def astream_chat(self, message: str, *args: Any, **kwargs: Any) -> Any:
+        return self._reply(message, await self.engine.astream_chat(message, *args, **kwargs))
+
+    def _reply(self, message: Any, reply: Any) -> Any:
+        if isinstance(reply, StreamingAgentChatResponse):
+            return GuardedChatStream(self, _text(message), reply)
+        if not isinstance(reply, AgentChatResponse):
+            return reply  # a shape with no answer text to check
+        decision = self.guard.check(_text(message), _contexts(reply.source_nodes), reply.response)
+        _amend(self.engine, decision)
+        return _replaced(reply, decision)
+
+
+class GuardedChatStream(StreamingAgentChatResponse):
+    """A streamed chat reply whose ``response_gen`` / ``async_response_gen`` yield the guarded pieces; ``response``
+    and ``metadata[KEY]`` are set once it has been read to its end."""
+
+    def __init__(self, engine: GuardedChatEngine, question: str, reply: StreamingAgentChatResponse) -> None:
+        super().__init__(sources=reply.sources, source_nodes=reply.source_nodes,
+                         is_writing_to_memory=reply.is_writing_to_memory)
+        self.metadata: dict[str, Any] = {}
+        self._engine, self._question, self._reply = engine, question, reply
+
+    @property
+    def response_gen(self) -> Generator[str, None, None]:
+        chunks = self._reply.response_gen  # a property: each read is a new generator
+        stream = self._engine.guard.stream(self._question, _contexts(self.source_nodes), chunks)
+        yield from _pieces(stream, chunks, self._done)
+        _amend(self._engine.engine, stream.decision)
+
+    async def async_response_gen(self) -> AsyncGenerator[str, None]:
+        chunks = self._reply.async_response_gen()
+        stream = self._engine.guard.astream(self._question, _contexts(self.source_nodes), chunks)
+        async for piece in _apieces(stream, chunks, self._done):
+            yield piece
+        await _aamend(self._engine.engine, stream.decision)
+
+    def _done(self, decision: Decision) -> None:
+        self.metadata[KEY] = _verdict(decision)
+        self.response = self.unformatted_response = decision.text.strip()
+
+
+# ------------------------------------------------------------------------------------------ query responses
+def _guarded(guard: Guard, question: str, response: Any) -> Any:
+    """``response`` as the caller may see it: a streamed one is guarded as it is read."""
+    if isinstance(response, Response):
+        if response.response is None:
+            return response  # LlamaIndex's empty response: nothing was said
+        return _replaced(response, guard.check(question, _contexts(response.source_nodes), response.response))
+    metadata = dict(response.metadata or {}) if isinstance(response, StreamingResponse | AsyncStreamingResponse) \
+        else {}
+    on_decision = _recorder(metadata)
+    if isinstance(response, StreamingResponse) and response.response_gen is not None:
+        chunks = response.response_gen
+        pieces = _pieces(guard.stream(question, _contexts(response.source_nodes), chunks), chunks, on_decision)
+        return StreamingResponse(pieces, list(response.source_nodes), metadata)
+    if isinstance(response, AsyncStreamingResponse):
+        achunks = response.response_gen
+        apieces = _apieces(guard.astream(question, _contexts(response.source_nodes), achunks), achunks, on_decision)
+        return AsyncStreamingResponse(apieces, list(response.source_nodes), metadata)
+    return response  # a PydanticResponse (structured output) holds no text to check
+
+
+async def _aguarded(guard: Guard, question: str, response: Any) -> Any:
+    """_guarded, the check of a whole answer off the event loop."""
+    if isinstance(response, Response) and response.response is not None:
+        decision = await guard.acheck(question, _contexts(response.source_nodes), response.response)
+        return _replaced(response, decision)
+    return _guarded(guard, question, response)
+
+
+def _pieces(stream: GuardedStream, chunks: Iterator[str], on_decision: OnDecision) -> Generator[str, None, None]:
+    """The guarded stream's pieces; the decision handed on when it is exhausted (or raised under ``raise``), and the
+    model's stream closed however it ends (a reader that stops early, a GuardBlocked)."""
+    try:
+        yield from stream
+    except GuardBlocked as blocked:
+        on_decision(blocked.decision)
+        raise
+    else:
+        if stream.decision is not None:
+            on_decision(stream.decision)
+    finally:
+        close = getattr(chunks, "close", None)
+        if callable(close):
+            close()  # the LLM's stream, and LlamaIndex's writer behind it, end here too
+
+
+async def _apieces(stream: AsyncGuardedStream, chunks: AsyncIterator[str],
+                   on_decision: OnDecision) -> AsyncGenerator[str, None]:
+    """_pieces for an async stream."""
+    pieces = aiter(stream)
+    try:
+        async for piece in pieces:
+            yield piece
+    except GuardBlocked as blocked:
+        on_decision(blocked.decision)
+        raise
+    else:
+        if stream.decision is not None:
+            on_decision(stream.decision)
+    finally:
+        for iterator in (pieces, chunks):  # ours first: it is reading the model's
+            close = getattr(iterator, "aclose", None)
+            if callable(close):
+                await close()
+
+
+# ------------------------------------------------------------------------------------------------- helpers
+def _replaced(response: Any, decision: Decision) -> Any:
+    """A copy of ``response`` (a Response or AgentChatResponse) delivering ``decision.text``, the verdict in its
+    metadata."""
+    metadata = dict(response.metadata or {})
+    metadata[KEY] = _verdict(decision)
+    return dataclasses.replace(response, response=decision.text, metadata=metadata)
+
+
+def _recorder(metadata: dict[str, Any]) -> OnDecision:
+    return lambda decision: metadata.__setitem__(KEY, _verdict(decision))
+
+
+def _verdict(decision: Decision) -> dict[str, Any]:
+    return {"action": decision.action, "hallucinated": decision.hallucinated, "reason": decision.reason,
+            "spans": [[span.start, span.end, span.text] for span in decision.spans]}
+
+
+def _contexts(nodes: list[NodeWithScore]) -> list[str]:
+    return [node.node.get_content() for node in nodes]
+
+
+def _question(str_or_query_bundle: str | QueryBundle) -> str:
+    return str_or_query_bundle.query_str if isinstance(str_or_query_bundle, QueryBundle) else str(str_or_query_bundle)
+
+
+def _text(message: Any) -> str:
+    content = message.content if isinstance(message, ChatMessage) else message
+    return str(content or "")
+
+
+# ---------------------------------------------------------------------------------------------- chat memory
+def _amended(messages: list[ChatMessage], decision: Decision | None) -> list[ChatMessage] | None:
+    """The history with its last reply as the user saw it, or None when it needs no change: the next turn is
+    written from the history, and must not build on an answer the guard took out."""
+    if decision is None or decision.text == decision.answer or not decision.answer.strip() or not messages:
+        return None
+    last = messages[-1]
+    # a stream the guard stopped was checked only up to there: the reply in memory goes on from it
+    if last.role != MessageRole.ASSISTANT or not (last.content or "").strip().startswith(decision.answer.strip()):
+        return None  # not the reply we checked (a memory that summarises, an agent's tool call): left as it is
+    return [*messages[:-1], ChatMessage(role=MessageRole.ASSISTANT, content=decision.text.strip())]
+
+
+def _memory(engine: Any) -> BaseMemory | None:
+    memory = getattr(engine, "_memory", None) or getattr(engine, "memory", None)
+    return memory if isinstance(memory, BaseMemory) else None
+
+
+def _amend(engine: Any, decision: Decision | None) -> None:
+    memory = _memory(engine)
+    amended = _amended(memory.get_all(), decision) if memory is not None else None
+    if memory is not None and amended is not None:
+        memory.set(amended)
+
+
+async def _aamend(engine: Any, decision: Decision | None) -> None:
+    memory = _memory(engine)
+    amended = _amended(await memory.aget_all(), decision) if memory is not None else None
+    if memory is not None and amended is not None:
+        await memory.aset(amended)
