@@ -76,8 +76,25 @@ def test_wrap_finds_the_integration_and_hands_the_rest_to_the_engine(grounding, 
     assert isinstance(guard.wrap(chat_engine(museum, FAITHFUL)), GuardedChatEngine)
     with pytest.raises(TypeError, match="cannot wrap a VectorStoreIndex"):
         guard.wrap(museum)
-    with pytest.raises(TypeError, match="takes no options"):
+    with pytest.raises(TypeError, match="answer_key"):
         guard.wrap(engine, answer_key="answer")
+
+
+def test_on_decision_is_told_every_decision_and_its_failure_is_not_the_apps(grounding, museum):
+    told = []
+    guard = groundtrace.guard([grounding], policy="raise")
+    guard.wrap(query_engine(museum, FAITHFUL), on_decision=told.append).query(QUESTION)
+    with pytest.raises(GuardBlocked):
+        guard.wrap(query_engine(museum, PLANTED), on_decision=told.append).query(QUESTION)
+    streamed = guard.wrap(chat_engine(museum, FAITHFUL), on_decision=told.append).stream_chat(QUESTION)
+    assert "".join(streamed.response_gen) == FAITHFUL
+    assert [d.action for d in told] == ["passed", "raised", "passed"]
+
+    def broken_hook(decision):
+        raise RuntimeError("the app's hook is broken")
+
+    response = guard.wrap(query_engine(museum, FAITHFUL), on_decision=broken_hook).query(QUESTION)
+    assert response.response == FAITHFUL
 
 
 # ------------------------------------------------------------------------------------------------ query
@@ -266,3 +283,12 @@ def test_a_guarded_stream_read_in_part_closes_the_models(grounding, museum):
     pieces.close()
     assert "groundtrace" not in response.metadata  # no verdict on an answer not read to its end
     assert response._reply.write_response_to_history_thread is None  # LlamaIndex's writer was joined
+
+
+def test_a_guarded_engine_is_still_monitored(grounding, museum, instrumented, sink):
+    response = guarded(grounding, query_engine(museum, PLANTED), "redact").query(QUESTION)
+
+    assert response.response == REDACTED
+    assert instrumented.flush(10)
+    [record] = sink.records  # staging scores what the model wrote, once
+    assert (record.question, record.contexts, record.answer) == (QUESTION, [PASSAGE], PLANTED)

@@ -8,6 +8,7 @@ answer checked against the nodes it was written from before the caller gets it.
 Query engines: ``query`` / ``aquery``, streaming ones too (the StreamingResponse's ``response_gen`` yields the guarded
 pieces; the verdict is in ``metadata`` once it is read to its end). Chat engines: ``chat`` / ``achat`` /
 ``stream_chat`` / ``astream_chat``; the chat history keeps what the user was shown. Everything else is the engine's.
+``wrap(engine, on_decision=f)`` also hands each Decision to ``f``.
 The contexts are the response's ``source_nodes``; the question is the query string or the chat message.
 """
 
@@ -18,6 +19,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, 
 from typing import Any
 
 from groundtrace.guards import AsyncGuardedStream, Decision, Guard, GuardBlocked, GuardedStream
+from groundtrace.redaction import get_logger
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.base.response.schema import AsyncStreamingResponse, Response, StreamingResponse
@@ -25,18 +27,18 @@ from llama_index.core.chat_engine.types import AgentChatResponse, BaseChatEngine
 from llama_index.core.memory import BaseMemory
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
+log = get_logger("groundtrace.guard")
 KEY = "groundtrace"  # the decision's place in a response's metadata
 OnDecision = Callable[[Decision], None]
 
 
-def wrap(guard: Guard, target: Any, **options: Any) -> GuardedQueryEngine | GuardedChatEngine:
-    """``target`` (a query or chat engine) guarded by ``guard``; the entry point ``Guard.wrap`` finds."""
-    if options:
-        raise TypeError(f"groundtrace guard: a LlamaIndex engine takes no options, got {sorted(options)}")
+def wrap(guard: Guard, target: Any, *, on_decision: OnDecision | None = None) -> GuardedQueryEngine | GuardedChatEngine:
+    """``target`` (a query or chat engine) guarded by ``guard``; the entry point ``Guard.wrap`` finds.
+    ``on_decision``: called with each Decision (a raised one too), as groundtrace-langchain's wrap does."""
     if isinstance(target, BaseQueryEngine):
-        return GuardedQueryEngine(guard, target)
+        return GuardedQueryEngine(guard, target, on_decision)
     if isinstance(target, BaseChatEngine):
-        return GuardedChatEngine(guard, target)
+        return GuardedChatEngine(guard, target, on_decision)
     raise TypeError(f"groundtrace guard: cannot wrap a {type(target).__qualname__}: LlamaIndex query engines "
                     "(BaseQueryEngine) and chat engines (BaseChatEngine) are guarded; an agent or workflow is not yet")
 
@@ -44,27 +46,49 @@ def wrap(guard: Guard, target: Any, **options: Any) -> GuardedQueryEngine | Guar
 class _Guarded:
     """The engine, with what is not guarded handed to it."""
 
-    def __init__(self, guard: Guard, engine: Any) -> None:
-        self.guard, self.engine = guard, engine
+    def __init__(self, guard: Guard, engine: Any, on_decision: OnDecision | None = None) -> None:
+        self.guard, self.engine, self.on_decision = guard, engine, on_decision
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("guard", "engine"):  # not set yet (a copy being made): no recursion into ourselves
+        if name in ("guard", "engine", "on_decision"):  # not set yet (a copy being made): no recursion into ourselves
             raise AttributeError(name)
         return getattr(self.engine, name)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.engine!r}, policy={self.guard.policy!r})"
 
+    def _check(self, question: str, nodes: list[NodeWithScore], answer: str) -> Decision:
+        try:
+            return self._told(self.guard.check(question, _contexts(nodes), answer))
+        except GuardBlocked as blocked:
+            self._told(blocked.decision)
+            raise
+
+    async def _acheck(self, question: str, nodes: list[NodeWithScore], answer: str) -> Decision:
+        try:
+            return self._told(await self.guard.acheck(question, _contexts(nodes), answer))
+        except GuardBlocked as blocked:
+            self._told(blocked.decision)
+            raise
+
+    def _told(self, decision: Decision) -> Decision:
+        if self.on_decision is not None:
+            try:
+                self.on_decision(decision)
+            except Exception as error:  # the application's hook: said, never raised into the answer's path
+                log.warning("groundtrace guard: on_decision failed (%s)", type(error).__name__)
+        return decision
+
 
 class GuardedQueryEngine(_Guarded):
     """A query engine whose responses are checked (see the module's docstring)."""
 
     def query(self, str_or_query_bundle: str | QueryBundle) -> Any:
-        return _guarded(self.guard, _question(str_or_query_bundle), self.engine.query(str_or_query_bundle))
+        return _guarded(self, _question(str_or_query_bundle), self.engine.query(str_or_query_bundle))
 
     async def aquery(self, str_or_query_bundle: str | QueryBundle) -> Any:
         response = await self.engine.aquery(str_or_query_bundle)
-        return await _aguarded(self.guard, _question(str_or_query_bundle), response)
+        return await _aguarded(self, _question(str_or_query_bundle), response)
 
 
 class GuardedChatEngine(_Guarded):
@@ -77,7 +101,7 @@ class GuardedChatEngine(_Guarded):
         reply = await self.engine.achat(message, *args, **kwargs)
         if isinstance(reply, StreamingAgentChatResponse):
             return self._reply(message, reply)
-        decision = await self.guard.acheck(_text(message), _contexts(reply.source_nodes), reply.response)
+        decision = await self._acheck(_text(message), reply.source_nodes, reply.response)
         await _aamend(self.engine, decision)
         return _replaced(reply, decision)
 
@@ -92,7 +116,7 @@ class GuardedChatEngine(_Guarded):
             return GuardedChatStream(self, _text(message), reply)
         if not isinstance(reply, AgentChatResponse):
             return reply  # a shape with no answer text to check
-        decision = self.guard.check(_text(message), _contexts(reply.source_nodes), reply.response)
+        decision = self._check(_text(message), reply.source_nodes, reply.response)
         _amend(self.engine, decision)
         return _replaced(reply, decision)
 
@@ -122,37 +146,41 @@ class GuardedChatStream(StreamingAgentChatResponse):
         await _aamend(self._engine.engine, stream.decision)
 
     def _done(self, decision: Decision) -> None:
+        self._engine._told(decision)
         self.metadata[KEY] = _verdict(decision)
         self.response = self.unformatted_response = decision.text.strip()
 
 
 # ------------------------------------------------------------------------------------------ query responses
-def _guarded(guard: Guard, question: str, response: Any) -> Any:
+def _guarded(engine: _Guarded, question: str, response: Any) -> Any:
     """``response`` as the caller may see it: a streamed one is guarded as it is read."""
     if isinstance(response, Response):
         if response.response is None:
             return response  # LlamaIndex's empty response: nothing was said
-        return _replaced(response, guard.check(question, _contexts(response.source_nodes), response.response))
-    metadata = dict(response.metadata or {}) if isinstance(response, StreamingResponse | AsyncStreamingResponse) \
-        else {}
-    on_decision = _recorder(metadata)
-    if isinstance(response, StreamingResponse) and response.response_gen is not None:
-        chunks = response.response_gen
-        pieces = _pieces(guard.stream(question, _contexts(response.source_nodes), chunks), chunks, on_decision)
-        return StreamingResponse(pieces, list(response.source_nodes), metadata)
-    if isinstance(response, AsyncStreamingResponse):
-        achunks = response.response_gen
-        apieces = _apieces(guard.astream(question, _contexts(response.source_nodes), achunks), achunks, on_decision)
-        return AsyncStreamingResponse(apieces, list(response.source_nodes), metadata)
+        return _replaced(response, engine._check(question, response.source_nodes, response.response))
+    if isinstance(response, StreamingResponse | AsyncStreamingResponse) and response.response_gen is not None:
+        return _streamed(engine, question, response)
     return response  # a PydanticResponse (structured output) holds no text to check
 
 
-async def _aguarded(guard: Guard, question: str, response: Any) -> Any:
+def _streamed(engine: _Guarded, question: str, response: StreamingResponse | AsyncStreamingResponse) -> Any:
+    """A new streaming response of the same type whose ``response_gen`` yields the guarded pieces."""
+    metadata = dict(response.metadata or {})
+    on_decision, contexts = _recorder(metadata, engine), _contexts(response.source_nodes)
+    if isinstance(response, StreamingResponse):
+        chunks = response.response_gen
+        pieces = _pieces(engine.guard.stream(question, contexts, chunks), chunks, on_decision)
+        return StreamingResponse(pieces, list(response.source_nodes), metadata)
+    achunks = response.response_gen
+    apieces = _apieces(engine.guard.astream(question, contexts, achunks), achunks, on_decision)
+    return AsyncStreamingResponse(apieces, list(response.source_nodes), metadata)
+
+
+async def _aguarded(engine: _Guarded, question: str, response: Any) -> Any:
     """_guarded, the check of a whole answer off the event loop."""
     if isinstance(response, Response) and response.response is not None:
-        decision = await guard.acheck(question, _contexts(response.source_nodes), response.response)
-        return _replaced(response, decision)
-    return _guarded(guard, question, response)
+        return _replaced(response, await engine._acheck(question, response.source_nodes, response.response))
+    return _guarded(engine, question, response)
 
 
 def _pieces(stream: GuardedStream, chunks: Iterator[str], on_decision: OnDecision) -> Generator[str, None, None]:
@@ -201,8 +229,8 @@ def _replaced(response: Any, decision: Decision) -> Any:
     return dataclasses.replace(response, response=decision.text, metadata=metadata)
 
 
-def _recorder(metadata: dict[str, Any]) -> OnDecision:
-    return lambda decision: metadata.__setitem__(KEY, _verdict(decision))
+def _recorder(metadata: dict[str, Any], engine: _Guarded) -> OnDecision:
+    return lambda decision: metadata.__setitem__(KEY, _verdict(engine._told(decision)))
 
 
 def _verdict(decision: Decision) -> dict[str, Any]:
