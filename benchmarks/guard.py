@@ -205,7 +205,7 @@ def main() -> None:
     parser.add_argument("--chunk", type=int, default=8, help="characters per streamed chunk")
     parser.add_argument("--cores", type=int, default=None, help="restrict the process to this many CPUs")
     parser.add_argument("--threads", type=int, default=None, help="onnxruntime threads of grounding's cross-encoder "
-                        "(default 1, the metric's own; the sentence embedder keeps its 1)")
+                        "(default: the guard's own, the process's cores up to 4; the sentence embedder keeps its 1)")
     parser.add_argument("--warm-caches", action="store_true", help="keep groundtrace's text caches between requests")
     parser.add_argument("--profile", default=None, metavar="METRIC",
                         help="then cProfile METRIC's reads of the long answers (in this thread) and print the top")
@@ -217,7 +217,7 @@ def main() -> None:
         parser.error(f"unknown shapes {sorted(unknown)}: choose from {SHAPES}")
     if args.cores:
         restrict_cores(args.cores)
-    threads = args.threads or 1
+    threads = args.threads or max(1, min(4, len(os.sched_getaffinity(0))))  # what groundtrace.guard() reads on
     began = time.perf_counter()
     print("\n".join(machine(args)), flush=True)
 

@@ -245,3 +245,14 @@ def test_each_decision_goes_on_the_current_span_and_into_the_monitors_metrics(gr
         assert sum(point.count for point in waited) == 2
     finally:
         monitor.close()
+
+
+def test_a_guard_reads_on_the_processs_cores_and_its_values_do_not_change_with_them():
+    import os
+
+    cores = max(1, min(4, len(os.sched_getaffinity(0))))
+    guard = groundtrace.guard(["grounding", "lexical"])
+    assert guard.metrics[0]._threads == cores  # grounding takes threads; lexical is built as it is
+    one = groundtrace.guard(["grounding"], threads=1).check(QUESTION, CONTEXTS, PLANTED).scores[0]
+    many = groundtrace.guard(["grounding"], threads=2).check(QUESTION, CONTEXTS, PLANTED).scores[0]
+    assert many.value == pytest.approx(one.value, abs=1e-6) and many.hallucinated is one.hallucinated is True

@@ -12,12 +12,15 @@ language); ``reask`` calls ``reask(question, contexts, answer, phrases)`` once f
 delivers it if it is supported, else the fallback; ``raise`` raises GuardBlocked. A check that is not done within
 ``budget_ms``, or that fails, is delivered as ``on_timeout`` says (``pass``: the answer, marked unchecked;
 ``fallback``: the fallback text), counted, and finished in the background, its Scores handed to ``on_score``.
+``monitor``: a Monitor the Scores go to (its metrics are then the guard's, so staging gets this very Score).
+``threads``: what a metric that takes them (grounding) reads on; default the process's cores, up to 4.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import inspect
 import os
 import threading
 import time
@@ -30,7 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 from groundtrace.capture.carried import read_item
 from groundtrace.guards.decision import Decision, GuardBlocked
 from groundtrace.guards.telemetry import DecisionTelemetry
-from groundtrace.metrics import Metric, get_metric
+from groundtrace.metrics import Metric, get_metric, metric_class
 from groundtrace.privacy import Mask
 from groundtrace.record import Record
 from groundtrace.redaction import get_logger
@@ -63,7 +66,7 @@ class Guard:
     def __init__(self, metrics: Sequence[str | Metric] | None = None, *, policy: str = "flag",
                  fallback: str | Mapping[str, str] | None = None, budget_ms: float | None = None,
                  on_timeout: str = "pass", reask: Reask | None = None, on_score: OnScore | None = None,
-                 monitor: Monitor | None = None) -> None:
+                 monitor: Monitor | None = None, threads: int | None = None) -> None:
         if policy not in POLICIES:
             raise ValueError(f"guard: policy must be one of {POLICIES}, got {policy!r}")
         if on_timeout not in ON_TIMEOUT:
@@ -77,7 +80,7 @@ class Guard:
                              f"({[m.name for m in monitor.metrics]}): leave metrics= out")
         # with a Monitor, its very metrics (their options, their warm models): the Score staging gets is this one
         self.metrics = list(monitor.metrics) if monitor is not None else \
-            [get_metric(m) for m in (metrics or _default_metrics())]
+            [_built(m, threads) for m in (metrics or _default_metrics())]
         self.policy, self.on_timeout, self.budget_ms, self.monitor = policy, on_timeout, budget_ms, monitor
         self.fallback = dict(FALLBACK) | ({lang: fallback for lang in FALLBACK} if isinstance(fallback, str)
                                           else dict(fallback or {}))
@@ -333,6 +336,17 @@ class _To(NamedTuple):
     mask: Mask | None
 
 
+def _built(metric: str | Metric, threads: int | None) -> Metric:
+    """A metric by name, reading on ``threads`` threads where it takes them (grounding's cross-encoder): on the
+    request's path a check may use the cores the process has (default; the values do not change with it)."""
+    if not isinstance(metric, str):
+        return metric
+    if "threads" not in inspect.signature(metric_class(metric).__init__).parameters:
+        return get_metric(metric)
+    return get_metric(metric, threads=threads or max(1, min(4, len(os.sched_getaffinity(0))
+                                                            if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)))
+
+
 def _names(metrics: Sequence[str | Metric]) -> list[str]:
     return [m if isinstance(m, str) else m.name for m in metrics]
 
@@ -370,5 +384,5 @@ def _pool() -> ThreadPoolExecutor:
 
 def guard(metrics: Sequence[str | Metric] | None = None, **options: Any) -> Guard:
     """A Guard (see the module's docstring): ``policy``, ``fallback``, ``budget_ms``, ``on_timeout``, ``reask``,
-    ``on_score``, ``monitor``."""
+    ``on_score``, ``monitor``, ``threads``."""
     return Guard(metrics, **options)
