@@ -292,3 +292,28 @@ def test_a_guarded_engine_is_still_monitored(grounding, museum, instrumented, si
     assert instrumented.flush(10)
     [record] = sink.records  # staging scores what the model wrote, once
     assert (record.question, record.contexts, record.answer) == (QUESTION, [PASSAGE], PLANTED)
+
+
+@pytest.mark.parametrize("shape", ["query", "aquery", "chat", "achat"])
+def test_with_an_instrumented_monitor_of_the_guards_metrics_the_answer_is_scored_once(grounding, museum, sink, shape):
+    import groundtrace_llamaindex
+    from groundtrace.monitor import Monitor
+
+    decisions = []
+    with Monitor(metrics=[grounding], sinks=[sink], isolation="thread", flush_at_exit=False) as monitor:
+        groundtrace_llamaindex.instrument(monitor=monitor)
+        try:
+            engine = query_engine(museum, PLANTED) if "query" in shape else chat_engine(museum, PLANTED)
+            wrapped = groundtrace.guard(policy="redact", monitor=monitor).wrap(engine, on_decision=decisions.append)
+            call = getattr(wrapped, shape)
+            response = asyncio.run(call(QUESTION)) if shape.startswith("a") else call(QUESTION)
+            assert response.response == REDACTED
+            assert monitor.flush(30)
+        finally:
+            groundtrace_llamaindex.uninstrument()
+        stats = monitor.stats
+    [(record, scores)] = sink.rows  # the guard's Score, delivered by staging's Monitor: scored once
+    assert (record.question, record.answer) == (QUESTION, PLANTED) and PASSAGE in record.contexts[0]
+    assert record.metadata["guard"]["action"] == "redacted" and record.metadata["nodes"]  # capture's Record
+    assert scores[0].value == pytest.approx(decisions[0].scores[0].value, abs=1e-9)
+    assert (stats.submitted, stats.scored, stats.flagged) == (1, 1, 1)

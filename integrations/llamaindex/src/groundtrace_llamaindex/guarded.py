@@ -19,6 +19,10 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, 
 from typing import Any
 
 from groundtrace.guards import AsyncGuardedStream, Decision, Guard, GuardBlocked, GuardedStream
+from groundtrace.guards.guard import off_loop
+from groundtrace.monitor import Monitor
+from groundtrace.privacy import Mask
+from groundtrace.record import PendingRecord, Record, realize
 from groundtrace.redaction import get_logger
 from llama_index.core.base.base_query_engine import BaseQueryEngine
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
@@ -26,6 +30,8 @@ from llama_index.core.base.response.schema import AsyncStreamingResponse, Respon
 from llama_index.core.chat_engine.types import AgentChatResponse, BaseChatEngine, StreamingAgentChatResponse
 from llama_index.core.memory import BaseMemory
 from llama_index.core.schema import NodeWithScore, QueryBundle
+
+from groundtrace_llamaindex.tracker import GUARDING
 
 log = get_logger("groundtrace.guard")
 KEY = "groundtrace"  # the decision's place in a response's metadata
@@ -43,6 +49,34 @@ def wrap(guard: Guard, target: Any, *, on_decision: OnDecision | None = None) ->
                     "(BaseQueryEngine) and chat engines (BaseChatEngine) are guarded; an agent or workflow is not yet")
 
 
+class GuardedTurn:
+    """One guarded turn while the engine runs: an instrumented tracker's Record of it (the same capture staging
+    uses) and that tracker's Monitor, which then delivers the guard's Score instead of scoring the answer again."""
+
+    def __init__(self, guard: Guard) -> None:
+        self.guard = guard
+        self.record: Record | None = None
+        self.monitor: Monitor | None = None
+        self.mask: Mask | None = None
+
+    def adopt(self, record: Record | PendingRecord, monitor: Monitor, mask: Mask | None) -> bool:
+        """The tracker offers the turn's Record: taken once, when its Monitor scores with the guard's metrics."""
+        if self.monitor is not None or [m.name for m in monitor.metrics] != [m.name for m in self.guard.metrics]:
+            return False
+        built = realize(record)
+        if not isinstance(built, Record):
+            return False
+        self.record, self.monitor, self.mask = built, monitor, mask
+        return True
+
+    def __enter__(self) -> GuardedTurn:
+        self._token = GUARDING.set(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        GUARDING.reset(self._token)
+
+
 class _Guarded:
     """The engine, with what is not guarded handed to it."""
 
@@ -57,19 +91,18 @@ class _Guarded:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.engine!r}, policy={self.guard.policy!r})"
 
-    def _check(self, question: str, nodes: list[NodeWithScore], answer: str) -> Decision:
+    def _check(self, question: str, nodes: list[NodeWithScore], answer: str, turn: GuardedTurn | None = None) -> Decision:
         try:
+            if turn is not None and turn.record is not None and turn.record.answer == answer:
+                return self._told(self.guard.check_record(turn.record, monitor=turn.monitor, mask=turn.mask))
             return self._told(self.guard.check(question, _contexts(nodes), answer))
         except GuardBlocked as blocked:
             self._told(blocked.decision)
             raise
 
-    async def _acheck(self, question: str, nodes: list[NodeWithScore], answer: str) -> Decision:
-        try:
-            return self._told(await self.guard.acheck(question, _contexts(nodes), answer))
-        except GuardBlocked as blocked:
-            self._told(blocked.decision)
-            raise
+    async def _acheck(self, question: str, nodes: list[NodeWithScore], answer: str,
+                      turn: GuardedTurn | None = None) -> Decision:
+        return await off_loop(self._check, question, nodes, answer, turn)
 
     def _told(self, decision: Decision) -> Decision:
         if self.on_decision is not None:
@@ -84,24 +117,30 @@ class GuardedQueryEngine(_Guarded):
     """A query engine whose responses are checked (see the module's docstring)."""
 
     def query(self, str_or_query_bundle: str | QueryBundle) -> Any:
-        return _guarded(self, _question(str_or_query_bundle), self.engine.query(str_or_query_bundle))
+        with GuardedTurn(self.guard) as turn:
+            response = self.engine.query(str_or_query_bundle)
+        return _guarded(self, _question(str_or_query_bundle), response, turn)
 
     async def aquery(self, str_or_query_bundle: str | QueryBundle) -> Any:
-        response = await self.engine.aquery(str_or_query_bundle)
-        return await _aguarded(self, _question(str_or_query_bundle), response)
+        with GuardedTurn(self.guard) as turn:
+            response = await self.engine.aquery(str_or_query_bundle)
+        return await _aguarded(self, _question(str_or_query_bundle), response, turn)
 
 
 class GuardedChatEngine(_Guarded):
     """A chat engine whose replies are checked; its memory is told what the user was shown."""
 
     def chat(self, message: str, *args: Any, **kwargs: Any) -> Any:
-        return self._reply(message, self.engine.chat(message, *args, **kwargs))
+        with GuardedTurn(self.guard) as turn:
+            reply = self.engine.chat(message, *args, **kwargs)
+        return self._reply(message, reply, turn)
 
     async def achat(self, message: str, *args: Any, **kwargs: Any) -> Any:
-        reply = await self.engine.achat(message, *args, **kwargs)
+        with GuardedTurn(self.guard) as turn:
+            reply = await self.engine.achat(message, *args, **kwargs)
         if isinstance(reply, StreamingAgentChatResponse):
             return self._reply(message, reply)
-        decision = await self._acheck(_text(message), reply.source_nodes, reply.response)
+        decision = await self._acheck(_text(message), reply.source_nodes, reply.response, turn)
         await _aamend(self.engine, decision)
         return _replaced(reply, decision)
 
@@ -111,12 +150,12 @@ class GuardedChatEngine(_Guarded):
     async def astream_chat(self, message: str, *args: Any, **kwargs: Any) -> Any:
         return self._reply(message, await self.engine.astream_chat(message, *args, **kwargs))
 
-    def _reply(self, message: Any, reply: Any) -> Any:
+    def _reply(self, message: Any, reply: Any, turn: GuardedTurn | None = None) -> Any:
         if isinstance(reply, StreamingAgentChatResponse):
             return GuardedChatStream(self, _text(message), reply)
         if not isinstance(reply, AgentChatResponse):
             return reply  # a shape with no answer text to check
-        decision = self._check(_text(message), reply.source_nodes, reply.response)
+        decision = self._check(_text(message), reply.source_nodes, reply.response, turn)
         _amend(self.engine, decision)
         return _replaced(reply, decision)
 
@@ -152,12 +191,12 @@ class GuardedChatStream(StreamingAgentChatResponse):
 
 
 # ------------------------------------------------------------------------------------------ query responses
-def _guarded(engine: _Guarded, question: str, response: Any) -> Any:
+def _guarded(engine: _Guarded, question: str, response: Any, turn: GuardedTurn | None = None) -> Any:
     """``response`` as the caller may see it: a streamed one is guarded as it is read."""
     if isinstance(response, Response):
         if response.response is None:
             return response  # LlamaIndex's empty response: nothing was said
-        return _replaced(response, engine._check(question, response.source_nodes, response.response))
+        return _replaced(response, engine._check(question, response.source_nodes, response.response, turn))
     if isinstance(response, StreamingResponse | AsyncStreamingResponse) and response.response_gen is not None:
         return _streamed(engine, question, response)
     return response  # a PydanticResponse (structured output) holds no text to check
@@ -176,10 +215,10 @@ def _streamed(engine: _Guarded, question: str, response: StreamingResponse | Asy
     return AsyncStreamingResponse(apieces, list(response.source_nodes), metadata)
 
 
-async def _aguarded(engine: _Guarded, question: str, response: Any) -> Any:
+async def _aguarded(engine: _Guarded, question: str, response: Any, turn: GuardedTurn | None = None) -> Any:
     """_guarded, the check of a whole answer off the event loop."""
     if isinstance(response, Response) and response.response is not None:
-        return _replaced(response, await engine._acheck(question, response.source_nodes, response.response))
+        return _replaced(response, await engine._acheck(question, response.source_nodes, response.response, turn))
     return _guarded(engine, question, response)
 
 

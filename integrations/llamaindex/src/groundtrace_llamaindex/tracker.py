@@ -23,6 +23,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable
+from contextvars import ContextVar
 from functools import partial
 from typing import Any
 
@@ -72,6 +73,10 @@ from groundtrace_llamaindex.run import (
 )
 from groundtrace_llamaindex.events import UnreadableEvent
 from groundtrace_llamaindex.streams import follow_async_tokens, follow_tokens
+
+# a guard wrapping the engine that runs now (groundtrace_llamaindex.guarded.GuardedTurn): the turn's Record goes to
+# it, and its Score to this tracker's Monitor, instead of the Monitor scoring the answer again
+GUARDING: ContextVar[Any] = ContextVar("groundtrace_llamaindex_guarding", default=None)
 
 log = get_logger("groundtrace.llamaindex")
 
@@ -372,7 +377,9 @@ class RootTracker:
                 log.debug("groundtrace: %s made no record: %s", run.name, record)
                 self._no_record(record, warn=bool(run.turn.calls))
                 return
-            self._monitor.submit(record, mask=self._mask)
+            guarding = GUARDING.get()
+            if guarding is None or not guarding.adopt(record, self._monitor, self._mask):
+                self._monitor.submit(record, mask=self._mask)
         except Exception:
             self._unreadable(run)
             return
