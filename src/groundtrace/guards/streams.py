@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
+from typing import Any
 
 from groundtrace.guards.decision import Action, Decision
 from groundtrace.guards.guard import Guard, off_loop  # guard.py imports this module only when it streams
@@ -63,10 +64,10 @@ class SentenceGate:
         return [piece] if piece else []
 
 
-class GuardedStream:
-    """Iterate it for the pieces to send; ``decision`` is set when it is exhausted."""
+class _Gated:
+    """A stream read through a SentenceGate: what it decided, and the most it held back."""
 
-    def __init__(self, guard: Guard, record: Record | Callable[[], Record], chunks: Iterable[str]) -> None:
+    def __init__(self, guard: Guard, record: Record | Callable[[], Record], chunks: Any) -> None:
         self._gate = SentenceGate(guard, record)
         self._chunks = chunks
 
@@ -77,6 +78,12 @@ class GuardedStream:
     @property
     def held_back(self) -> int:
         return self._gate.held_back
+
+
+class GuardedStream(_Gated):
+    """Iterate it for the pieces to send; ``decision`` is set when it is exhausted."""
+
+    _chunks: Iterable[str]
 
     def __iter__(self) -> Iterator[str]:
         gate = self._gate
@@ -90,20 +97,10 @@ class GuardedStream:
         yield from gate.finish()
 
 
-class AsyncGuardedStream:
+class AsyncGuardedStream(_Gated):
     """GuardedStream for async chunks: ``async for piece in guard.astream(...)``; checks run off the event loop."""
 
-    def __init__(self, guard: Guard, record: Record | Callable[[], Record], chunks: AsyncIterable[str]) -> None:
-        self._gate = SentenceGate(guard, record)
-        self._chunks = chunks
-
-    @property
-    def decision(self) -> Decision | None:
-        return self._gate.decision
-
-    @property
-    def held_back(self) -> int:
-        return self._gate.held_back
+    _chunks: AsyncIterable[str]
 
     async def __aiter__(self) -> AsyncIterator[str]:
         gate = self._gate
