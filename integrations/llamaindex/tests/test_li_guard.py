@@ -317,3 +317,39 @@ def test_with_an_instrumented_monitor_of_the_guards_metrics_the_answer_is_scored
     assert record.metadata["guard"]["action"] == "redacted" and record.metadata["nodes"]  # capture's Record
     assert scores[0].value == pytest.approx(decisions[0].scores[0].value, abs=1e-9)
     assert (stats.submitted, stats.scored, stats.flagged) == (1, 1, 1)
+
+
+def test_as_a_workflow_step_the_guard_checks_the_answer_against_the_nodes_it_was_written_from(grounding, museum):
+    from groundtrace.guards import passages
+    from llama_index.core.schema import NodeWithScore
+    from llama_index.core.workflow import Event, StartEvent, StopEvent, Workflow, step
+
+    class Answered(Event):
+        question: str
+        nodes: list[NodeWithScore]
+        answer: str
+
+    class GuardedRAG(Workflow):
+        def __init__(self, answer: str, policy: str) -> None:
+            super().__init__(timeout=30)
+            self.retriever, self.llm = museum.as_retriever(similarity_top_k=1), ScriptedLLM(answer=answer)
+            self.guard = groundtrace.guard([grounding], policy=policy)
+
+        @step
+        async def answer(self, ev: StartEvent) -> Answered:
+            nodes = await self.retriever.aretrieve(ev.question)
+            reply = await self.llm.acomplete(f"Context: {nodes[0].node.get_content()}\nQuery: {ev.question}")
+            return Answered(question=ev.question, nodes=nodes, answer=reply.text)
+
+        @step
+        async def check(self, ev: Answered) -> StopEvent:  # the guard as the workflow's last step
+            decision = await self.guard.acheck(ev.question, passages(ev.nodes), ev.answer)
+            return StopEvent(result=decision)
+
+    async def run(answer: str, policy: str):
+        return await GuardedRAG(answer, policy).run(question=QUESTION)
+
+    redacted = asyncio.run(run(PLANTED, "redact"))
+    assert (redacted.action, redacted.text) == ("redacted", REDACTED) and redacted.hallucinated is True
+    assert asyncio.run(run(FAITHFUL, "replace")).text == FAITHFUL
+    assert asyncio.run(run(PLANTED, "replace")).text == FALLBACK["en"]
