@@ -307,3 +307,18 @@ def test_as_create_agent_middleware_the_final_message_is_replaced_in_the_state(g
     assert agent(FAITHFUL, "replace").invoke(user(QUESTION))["messages"][-1].content == FAITHFUL
     replaced = asyncio.run(agent(PLANTED, "replace").ainvoke(user(QUESTION)))
     assert replaced["messages"][-1].content == FALLBACK["en"]
+
+
+def test_a_run_with_nothing_to_check_is_delivered_unchecked_counted_and_said_once(grounding, caplog):
+    from groundtrace_langchain import guarded as guarded_module
+
+    guarded_module._SAID.clear()
+    checker = guard(grounding, "replace")
+    no_retrieval = checker.wrap(PROMPT | model(PLANTED) | StrOutputParser())
+    with caplog.at_level("DEBUG", logger="groundtrace"):
+        for _ in range(3):
+            assert no_retrieval.invoke({"context": "", "question": QUESTION}) == PLANTED
+    said = [r for r in caplog.records if "made no record to check" in r.getMessage()]
+    assert [r.levelname for r in said] == ["WARNING", "DEBUG", "DEBUG"]
+    assert "no retrieval" in said[0].getMessage()
+    assert checker.stats == {"checked": 3, "unchecked": 3}

@@ -10,7 +10,7 @@ instrument()'s), the guard's Score is the one that handler's Monitor delivers: t
 
 from __future__ import annotations
 
-
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any, cast
 from uuid import UUID, uuid4
@@ -29,6 +29,7 @@ from groundtrace_langchain.extract import ANSWER_KEYS, message_text, tool_output
 from groundtrace_langchain.handler import GroundtraceCallbackHandler
 
 OnDecision = Callable[[Decision], None]
+_SAID: set[str] = set()  # the causes of an unchecked run already said at WARNING
 
 
 class GuardedRun:
@@ -55,6 +56,9 @@ class _Capture:
 
     mask = None
 
+    def __init__(self) -> None:
+        self.said = threading.local()  # why the last root on this thread made no record (the handler says no run)
+
     def submit(self, record: Record | PendingRecord, **_: Any) -> bool:
         run = GUARDED.get(record.run_id or "")
         if run is not None:
@@ -66,8 +70,7 @@ class _Capture:
         return True
 
     def note_no_record(self, reason: str) -> None:
-        # the run's reason is read from the collector's counts by the caller; here only which run cannot be known
-        self.last_reason = reason
+        self.said.reason = reason
 
 
 class GuardedRunnable(Runnable[Any, Any]):
@@ -113,8 +116,12 @@ class GuardedRunnable(Runnable[Any, Any]):
 
     def _record(self, run: GuardedRun, output: Any) -> Record | None:
         if run.record is None:
-            log.warning("groundtrace guard: run %s made no record to check (%s): its output is delivered unchecked",
-                        run.run_id, run.no_record or getattr(self._capture, "last_reason", "no answer or passages"))
+            why = run.no_record or getattr(self._capture.said, "reason", None) or "no answer or passages"
+            # said once per cause at WARNING (a chain that never retrieves would say it on every request), counted
+            (log.debug if why in _SAID else log.warning)(
+                "groundtrace guard: run %s made no record to check (%s): its output is delivered unchecked; "
+                "guard.stats counts them as unchecked", run.run_id, why)
+            _SAID.add(why)
             self.guard._count("checked", "unchecked")
         return run.record
 
