@@ -63,6 +63,8 @@ OnScore = Callable[[Record, list[Score]], None]
 
 
 class Guard:
+    """Checks answers before the caller gets them (see the module's docstring; built by :func:`guard`)."""
+
     def __init__(self, metrics: Sequence[str | Metric] | None = None, *, policy: str = "flag",
                  fallback: str | Mapping[str, str] | None = None, budget_ms: float | None = None,
                  on_timeout: str = "pass", reask: Reask | None = None, on_score: OnScore | None = None,

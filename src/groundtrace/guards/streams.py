@@ -34,6 +34,7 @@ class SentenceGate:
         return self._sentences.stopped
 
     def feed(self, chunk: str) -> list[str]:
+        """The pieces that may be sent now that ``chunk`` came (a sentence it ended, checked; or nothing yet)."""
         if self.guard.policy == "flag":
             self._chunks.append(chunk)
             return [chunk]
@@ -53,6 +54,7 @@ class SentenceGate:
         return [piece for piece in pieces if piece]
 
     def finish(self) -> list[str]:
+        """The model is done: the last sentence, checked; ``decision`` is set."""
         if self.decision is not None:
             return []
         if self.guard.policy == "flag":
