@@ -12,9 +12,11 @@ import urllib.request
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-from guard_server_app import FAITHFUL, PLANTED
 from test_lc_servers import UVICORN, busy_core, environment, free_port, lost_said, records, serve, stop  # noqa: F401
 
+# guard_server_app's answers (not imported: importing it instruments LangChain in this process, as a server does)
+FAITHFUL = "The Larkfield museum opened in 1978. It closes at 6 pm."
+PLANTED = "The Larkfield museum opened in 1978. Entry costs 15 euros. It closes at 6 pm."
 WRONG = "Entry costs 15 euros."
 KINDS = ("ask", "ask_sync", "stream")
 
