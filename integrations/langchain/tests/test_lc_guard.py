@@ -169,7 +169,7 @@ def test_with_the_applications_handler_the_answer_is_scored_once_and_its_score_i
         # the same chain with the handler alone: staging's own Score, equal within the CPU tolerance
         rag(PLANTED).invoke(QUESTION, config={"callbacks": [handler]})
         assert monitor.flush(60) and len(sink.emitted) == 2
-        assert sink.emitted[1][1][0].value == pytest.approx(scores[0].value, abs=1e-4)
+        assert sink.emitted[1][1][0].value == pytest.approx(scores[0].value, abs=type(grounding).numerics()[0])
         assert sink.emitted[1][1][0].hallucinated is scores[0].hallucinated is True
         assert monitor.stats.scored == 2 and monitor.stats.flagged == 2
     finally:

@@ -203,9 +203,6 @@ class Guard:
             pending.add_done_callback(lambda done: self._hand_over(marked, done.result(), to)
                                       if done.exception() is None else None)
 
-    def _deliver_later(self, record: Record, decision: Decision) -> None:
-        self.deliver_streamed(record, decision)
-
     def deliver_streamed(self, record: Record, decision: Decision, *, monitor: Monitor | None = None,
                          mask: Mask | None = None) -> None:
         """A streamed answer, checked sentence by sentence on the request's path: scored whole, off it, for staging

@@ -172,7 +172,7 @@ class _SentenceChecks:
         decision = Decision(action, hallucinated, self.sent, self.scores, self.spans, self.waited,
                             f"{len(self.actions)} sentence(s) checked: " + ", ".join(self.actions), self.answer)
         if self.deliver:
-            self.guard._deliver_later(self.record(self.answer), decision)
+            self.guard.deliver_streamed(self.record(self.answer), decision)
         return self.guard._done(decision)
 
 
